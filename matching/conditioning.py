@@ -1,0 +1,185 @@
+"""Query conditioning (ALGORITHMS.md §1): G_D, q -> G_E(q).
+
+The expected graph holds only the active obligations: the intents the query names,
+their subtrees with the chosen outcome of every active decision, the prerequisites
+that ``requires`` edges pull in (with their ancestors), and the applicable invariants.
+
+>>> from pathlib import Path
+>>> from matching.validate import load_contract
+>>> c = load_contract(Path(__file__).parent / "data" / "refund-mini.json")
+>>> e = condition(c, c.queries_by_id["q1"])
+>>> e.pruned
+['outside_window', 'decline_refund', 'offer_credit']
+>>> e.decisions, len(e.edges), e.invariants
+({'check_window': 'within_window'}, 6, ['no_full_card'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ContractEvalError
+from .formats import EXPECTED, Contract, Edge, Query, read_query
+
+
+@dataclass(eq=False)
+class Expected:
+    """G_E(q). ``inactive`` maps every node of an inactive branch to its decision."""
+
+    contract: Contract
+    query: Query
+    nodes: list[str]
+    active: frozenset[str]
+    edges: list[Edge]
+    invariants: list[str]
+    decisions: dict[str, str]
+    pruned: list[str]
+    required: list[str]
+    inactive: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": EXPECTED,
+            "contract": self.contract.id,
+            "query": self.query.id,
+            "nodes": list(self.nodes),
+            "edges": [e.to_dict() for e in self.edges],
+            "invariants": list(self.invariants),
+            "decisions": dict(self.decisions),
+            "pruned": list(self.pruned),
+            "required": list(self.required),
+        }
+
+
+def resolve_query(contract: Contract, query: Query | Mapping[str, Any] | str) -> Query:
+    """A query object from an object, a document, or the id of an embedded query."""
+    if isinstance(query, Query):
+        return query
+    if isinstance(query, str):
+        if query not in contract.queries_by_id:
+            raise ContractEvalError(
+                f"no query {query!r} in contract {contract.id!r}"
+                f" (it has: {', '.join(contract.queries_by_id) or 'none'})",
+                rule="unknown-query",
+            )
+        return contract.queries_by_id[query]
+    return read_query(query, embedded=True)
+
+
+def condition(contract: Contract, query: Query | Mapping[str, Any] | str) -> Expected:
+    """Compute G_E(q) for an audited contract. Raises :class:`ContractEvalError` when
+    the query names an unknown intent, leaves an active decision unresolved, picks a
+    value that is not an outcome, or contradicts the contract."""
+    q = resolve_query(contract, query)
+    c = contract
+    ids = c.by_id
+    children = c.children
+    outcomes = c.outcomes
+
+    for i, x in enumerate(q.intents):
+        if x not in ids:
+            raise ContractEvalError(
+                f"query {q.id!r} names unknown intent {x!r}",
+                path=f"$.intents[{i}]",
+                rule="unknown-intent",
+            )
+    roots = list(q.intents) or [n.id for n in c.nodes if n.parent is None]
+
+    active: set[str] = set()
+
+    def chosen(d: str) -> str:
+        outs = outcomes[d]
+        pick = q.branches.get(d)
+        if pick is None:
+            raise ContractEvalError(
+                f"query {q.id!r} does not resolve active decision {d!r}"
+                f" (outcomes: {', '.join(outs)})",
+                path=f"$.branches.{d}",
+                rule="unresolved-decision",
+            )
+        if pick not in outs:
+            raise ContractEvalError(
+                f"query {q.id!r} picks {pick!r} for decision {d!r}, which is not one of its"
+                f" outcomes ({', '.join(outs)})",
+                path=f"$.branches.{d}",
+                rule="not-an-outcome",
+            )
+        return pick
+
+    def walk(start: str) -> None:
+        stack = [start]
+        while stack:
+            n = stack.pop()
+            if n in active:
+                continue
+            active.add(n)
+            kids = children[n]
+            if ids[n].type == "decision" and outcomes[n]:
+                pick = chosen(n)
+                kids = [k for k in kids if k == pick or ids[k].type != "branch_condition"]
+            stack.extend(reversed(kids))
+
+    def add_ancestors(n: str, why: str) -> None:
+        below = n
+        for a in c.ancestors(n):
+            node = ids[a]
+            if node.type == "decision" and ids[below].type == "branch_condition":
+                pick = q.branches.get(a)
+                if pick != below:
+                    got = f"resolves it to {pick!r}" if pick else "does not resolve it"
+                    raise ContractEvalError(
+                        f"query {q.id!r} contradicts the contract: {why} needs outcome"
+                        f" {below!r} of decision {a!r}, but the query {got}",
+                        path=f"$.branches.{a}",
+                        rule="contradiction",
+                    )
+            active.add(a)
+            below = a
+
+    for r in roots:
+        walk(r)
+    requires = [e for e in c.edges if e.kind == "requires"]
+    changed = True
+    while changed:
+        changed = False
+        for e in requires:
+            if e.target in active and e.source not in active:
+                why = f"{e.target!r} requires {e.source!r}, which"
+                add_ancestors(e.source, why)
+                walk(e.source)
+                changed = True
+    for n in list(active):
+        add_ancestors(n, f"active node {n!r}")
+
+    order = c.order
+    nodes = sorted(active, key=order.__getitem__)
+    below_any = {n for n in nodes if any(ids[a].combine == "any" for a in c.ancestors(n))}
+    required = [n for n in nodes if ids[n].required and n not in below_any]
+    edges = [e for e in c.edges if e.source in active and e.target in active]
+    invariants = [
+        i.id for i in c.invariants if not i.applies_to or any(x in active for x in i.applies_to)
+    ]
+    decisions = {d: chosen(d) for d in nodes if ids[d].type == "decision" and outcomes[d]}
+    inactive: dict[str, str] = {}
+    for d, pick in decisions.items():
+        for o in outcomes[d]:
+            if o != pick:
+                stack = [o]
+                while stack:
+                    x = stack.pop()
+                    inactive[x] = d
+                    stack.extend(children[x])
+    return Expected(
+        contract=c,
+        query=q,
+        nodes=nodes,
+        active=frozenset(active),
+        edges=edges,
+        invariants=invariants,
+        decisions=decisions,
+        pruned=[n.id for n in c.nodes if n.id not in active],
+        required=required,
+        inactive=inactive,
+    )

@@ -1,0 +1,187 @@
+"""Matching (ALGORITHMS.md §2): G_E, G_O -> the alignment M.
+
+First the observed evidence is checked (a bad span is discarded, a node left without
+spans is dropped and reported). Then expected and observed nodes are paired, by gold id
+(oracle mode) or by one maximum-weight assignment on token similarity (token mode).
+Observed nodes left over are classified: wrong-branch nodes, repeats, or extra actions.
+
+>>> from pathlib import Path
+>>> from matching.formats import read_observed
+>>> from matching.validate import load_contract
+>>> from matching.conditioning import condition
+>>> data = Path(__file__).parent / "data"
+>>> c = load_contract(data / "refund-mini.json")
+>>> obs = read_observed(data / "refund-mini-observed-q1.json")
+>>> m = align(condition(c, "q1"), obs, mode="token")
+>>> m.pairs["check_window"], m.pairs["approve_refund"]
+('o3', 'o4')
+>>> m.extra
+[]
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from .conditioning import Expected
+from .formats import Observed, ObservedNode
+from .similarity import THRESHOLD, similarity_matrix, strip_role_tag, tokens
+
+MODES = ("oracle", "token")
+_CALL = re.compile(r"^(?:\[tool\] )?([A-Za-z_][\w.-]*)\(")
+
+
+@dataclass
+class Alignment:
+    """The alignment M and the classification of every kept observed node."""
+
+    mode: str
+    kept: list[ObservedNode]  # in (step, list) order
+    dropped: list[tuple[str, str]]  # (observed id, reason)
+    pairs: dict[str, str]  # expected id -> observed id, in expected order
+    scores: dict[str, float]  # expected id -> sim of its pair
+    repeats: list[tuple[str, str]] = field(default_factory=list)  # (observed id, of)
+    wrong_branch: dict[str, list[str]] = field(default_factory=dict)  # decision -> obs ids
+    wrong_branch_of: dict[str, str] = field(default_factory=dict)  # obs id -> inactive node
+    consumed_output: list[str] = field(default_factory=list)  # obs ids paired with outputs
+    extra: list[str] = field(default_factory=list)
+
+    @property
+    def paired_observed(self) -> dict[str, str]:
+        return {o: e for e, o in self.pairs.items()}
+
+
+def keep_evidence(obs: Observed) -> tuple[list[ObservedNode], list[tuple[str, str]]]:
+    """Discard bad spans, drop nodes left without any; kept nodes in (step, list) order."""
+    text = obs.text
+    size = len(text)
+    kept: list[ObservedNode] = []
+    dropped: list[tuple[str, str]] = []
+    for n in obs.nodes:
+        good = []
+        out_of_range = mismatch = 0
+        for s in n.evidence:
+            if not (0 <= s.start < s.end <= size):
+                out_of_range += 1
+            elif s.quote is not None and text[s.start : s.end] != s.quote:
+                mismatch += 1
+            else:
+                good.append(s)
+        if good:
+            if len(good) != len(n.evidence):
+                n = ObservedNode(
+                    n.id, n.label, good, n.step, n.description, n.type, n.gold, n.index
+                )
+            kept.append(n)
+        elif mismatch and not out_of_range:
+            dropped.append((n.id, "every span's quote differs from the source text"))
+        elif out_of_range and not mismatch:
+            dropped.append((n.id, "every span is outside the source text"))
+        else:
+            dropped.append(
+                (n.id, "every span is outside the source text or quotes it wrongly")
+            )
+    kept.sort(key=lambda n: (n.step, n.index))
+    return kept, dropped
+
+
+def observed_tokens(n: ObservedNode, text: str) -> frozenset[str]:
+    quotes = " ".join(strip_role_tag(text[s.start : s.end]) for s in n.evidence)
+    return tokens(f"{n.label} {n.description} {quotes}")
+
+
+def tool_calls(n: ObservedNode, text: str) -> set[str]:
+    """Names of the tools whose calls evidence ``n``."""
+    out = set()
+    for s in n.evidence:
+        m = _CALL.match(text[s.start : s.end])
+        if m:
+            out.add(m.group(1))
+    return out
+
+
+def align(expected: Expected, obs: Observed, *, mode: str = "token") -> Alignment:
+    """Pair expected with observed nodes and classify what is left."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}: expected one of {MODES}")
+    kept, dropped = keep_evidence(obs)
+    if mode == "oracle":
+        m = _oracle(expected, kept)
+    else:
+        m = _token(expected, kept, obs.text)
+    m.dropped = dropped
+    by_id = expected.contract.by_id
+    m.consumed_output = [o for e, o in m.pairs.items() if by_id[e].checked_output]
+    consumed = set(m.paired_observed) | {o for o, _ in m.repeats} | set(m.wrong_branch_of)
+    m.extra = [n.id for n in kept if n.id not in consumed]
+    return m
+
+
+def _oracle(expected: Expected, kept: list[ObservedNode]) -> Alignment:
+    active = expected.active
+    paired: dict[str, str] = {}
+    m = Alignment("oracle", kept, [], {}, {})
+    for n in kept:
+        g = n.gold
+        if g is not None and g in expected.inactive:
+            m.wrong_branch.setdefault(expected.inactive[g], []).append(n.id)
+            m.wrong_branch_of[n.id] = g
+        elif g is not None and g in active:
+            if g in paired:
+                m.repeats.append((n.id, g))
+            else:
+                paired[g] = n.id
+    m.pairs = {e: paired[e] for e in expected.nodes if e in paired}
+    m.scores = dict.fromkeys(m.pairs, 1.0)
+    return m
+
+
+def _token(expected: Expected, kept: list[ObservedNode], text: str) -> Alignment:
+    c = expected.contract
+    by_id = c.by_id
+    rows = expected.nodes
+    inactive = [n for n in c.nodes if n.id in expected.inactive]
+    all_exp = [by_id[e] for e in rows] + inactive
+    exp_tokens = [tokens(f"{n.label} {n.description}") for n in all_exp]
+    obs_tokens = [observed_tokens(o, text) for o in kept]
+    s = similarity_matrix(exp_tokens, obs_tokens)
+    # An agent's tool call is the strongest evidence there is.
+    bound = [(i, set(n.tools)) for i, n in enumerate(all_exp) if n.tools]
+    if bound:
+        calls = [tool_calls(o, text) for o in kept]
+        for i, names in bound:
+            for j, called in enumerate(calls):
+                if names & called:
+                    s[i, j] = 1.0
+    n_act = len(rows)
+    act = s[:n_act]
+    weights = np.where(act >= THRESHOLD, act, 0.0)
+    m = Alignment("token", kept, [], {}, {})
+    pairs: dict[str, str] = {}
+    if n_act and kept:
+        ri, ci = linear_sum_assignment(weights, maximize=True)
+        for r, col in zip(ri.tolist(), ci.tolist(), strict=True):
+            if weights[r, col] > 0:
+                pairs[rows[r]] = kept[col].id
+                m.scores[rows[r]] = float(act[r, col])
+    m.pairs = {e: pairs[e] for e in rows if e in pairs}
+    m.scores = {e: m.scores[e] for e in m.pairs}
+    paired_obs = set(pairs.values())
+    inact = s[n_act:]
+    for j, o in enumerate(kept):
+        if o.id in paired_obs:
+            continue
+        col = act[:, j] if n_act else np.zeros(0)
+        best_a = float(col.max()) if n_act else 0.0
+        best_i = float(inact[:, j].max()) if len(inactive) else 0.0
+        if best_i >= THRESHOLD and best_i > best_a:
+            node = inactive[int(np.argmax(inact[:, j]))].id
+            m.wrong_branch.setdefault(expected.inactive[node], []).append(o.id)
+            m.wrong_branch_of[o.id] = node
+        elif best_a >= THRESHOLD:
+            m.repeats.append((o.id, rows[int(np.argmax(col))]))
+    return m
