@@ -14,8 +14,8 @@ a figure: the share of the artifact's non-blank lines touched by an evidence spa
 >>> audit = audit_contract(doc)
 >>> [(f.rule, f.node) for f in audit.errors]
 [('span-out-of-range', 'thank'), ('unknown-parent', 'thank')]
->>> audit.coverage
-0.5
+>>> audit.coverage  # the overlong span still touches its line
+1.0
 """
 
 from __future__ import annotations
