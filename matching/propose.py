@@ -70,8 +70,41 @@ _REFUSAL_CUES = ("decline", "refuse")
 _VALIDATION_CUES = ("verify", "check", "confirm", "validate", "ensure")
 _OPTIONAL_CUES = ("optionally", "if needed", "if necessary", "may ", "you can ")
 _ID_STOP = frozenset(
-    "a an the to of for and or by on in at with from this that these those your their its "
-    "be is are was it as any all each every if when".split()
+    [
+        "a",
+        "an",
+        "the",
+        "to",
+        "of",
+        "for",
+        "and",
+        "or",
+        "by",
+        "on",
+        "in",
+        "at",
+        "with",
+        "from",
+        "this",
+        "that",
+        "these",
+        "those",
+        "your",
+        "their",
+        "its",
+        "be",
+        "is",
+        "are",
+        "was",
+        "it",
+        "as",
+        "any",
+        "all",
+        "each",
+        "every",
+        "if",
+        "when",
+    ]
 )
 
 
@@ -406,9 +439,7 @@ def _decision_for(b: _Builder, item: _Item, parent_id: str | None) -> str | None
     return candidate
 
 
-def _place_condition(
-    b: _Builder, item: _Item, parent_id: str | None, where: str, cue: str
-) -> str:
+def _place_condition(b: _Builder, item: _Item, parent_id: str | None, where: str, cue: str) -> str:
     text = b.text
     quote = text[item.start : item.end]
     end_match = _CONDITION_END.search(quote)
