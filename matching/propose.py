@@ -53,7 +53,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ProposalNote", "Proposals", "propose_heuristic"]
+__all__ = ["ProposalNote", "Proposals", "propose_heuristic", "suggest_id"]
 
 PROPOSER = "heuristic"
 
@@ -190,6 +190,15 @@ def _slug(text: str) -> str:
     words = [w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _ID_STOP]
     slug = "_".join(words[:4])[:48].strip("_")
     return slug or "node"
+
+
+def suggest_id(text: str) -> str:
+    """A node id made of the first content words of ``text``.
+
+    >>> suggest_id("Verify the purchase belongs to the customer.")
+    'verify_purchase_belongs_customer'
+    """
+    return _slug(text)
 
 
 def _strip_span(text: str, start: int, end: int) -> tuple[int, int]:

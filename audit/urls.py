@@ -1,0 +1,35 @@
+from django.urls import path
+
+from . import views
+
+app_name = "audit"
+
+urlpatterns = [
+    path("", views.project_list, name="project_list"),
+    path("p/<slug:slug>/", views.project_detail, name="project_detail"),
+    path("p/<slug:slug>/import/", views.contract_import, name="contract_import"),
+    path("c/<int:pk>/", views.workspace, name="workspace"),
+    path("c/<int:pk>/export.json", views.contract_export, name="contract_export"),
+    path("c/<int:pk>/propose/", views.propose, name="propose"),
+    path("c/<int:pk>/proposals/", views.proposal_status, name="proposal_status"),
+    path("c/<int:pk>/status/", views.contract_status, name="contract_status"),
+    path("c/<int:pk>/new-version/", views.contract_new_version, name="contract_new_version"),
+    path("c/<int:pk>/nodes/new/", views.node_new, name="node_new"),
+    path("c/<int:pk>/nodes/<int:node_pk>/", views.node_panel, name="node_panel"),
+    path("c/<int:pk>/nodes/<int:node_pk>/edit/", views.node_edit, name="node_edit"),
+    path("c/<int:pk>/nodes/<int:node_pk>/review/", views.node_review, name="node_review"),
+    path("c/<int:pk>/nodes/<int:node_pk>/evidence/", views.node_evidence, name="node_evidence"),
+    path("c/<int:pk>/nodes/<int:node_pk>/edges/", views.edge_create, name="edge_create"),
+    path("c/<int:pk>/spans/<int:span_pk>/delete/", views.span_delete, name="span_delete"),
+    path("c/<int:pk>/edges/<int:edge_pk>/delete/", views.edge_delete, name="edge_delete"),
+    path("c/<int:pk>/invariants/new/", views.invariant_new, name="invariant_new"),
+    path("c/<int:pk>/invariants/<int:inv_pk>/", views.invariant_edit, name="invariant_edit"),
+    path(
+        "c/<int:pk>/invariants/<int:inv_pk>/delete/",
+        views.invariant_delete,
+        name="invariant_delete",
+    ),
+    path("c/<int:pk>/queries/preview/", views.query_preview, name="query_preview"),
+    path("c/<int:pk>/queries/", views.query_save, name="query_save"),
+    path("c/<int:pk>/queries/<int:query_pk>/delete/", views.query_delete, name="query_delete"),
+]
