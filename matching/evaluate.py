@@ -193,7 +193,9 @@ def evaluate_detailed(expected: Expected, observed: Observed, *, mode: str = "to
             continue
         inside = [d, *_subtree(c, expected.decisions[d])]
         missing = [
-            x for x in inside if x in expected.required and x not in sat and not ids[x].checked_output
+            x
+            for x in inside
+            if x in expected.required and x not in sat and not ids[x].checked_output
         ]
         for x in missing:
             folded[x] = d
@@ -244,9 +246,7 @@ def evaluate_detailed(expected: Expected, observed: Observed, *, mode: str = "to
         if edge.kind == "branches_to":
             if u in direct:
                 end_u = pos[u][1]
-                early = [
-                    x for x in _subtree(c, v) if x in direct and pos[x][0] < end_u
-                ]
+                early = [x for x in _subtree(c, v) if x in direct and pos[x][0] < end_u]
                 if early:
                     bad = (
                         f"{early[0]!r} (step {pos[early[0]][0]}) acts on outcome {v!r} before"
@@ -264,13 +264,13 @@ def evaluate_detailed(expected: Expected, observed: Observed, *, mode: str = "to
             conform += 1
 
     # 4. extra actions
+    labels = {x.id: x.label for x in m.kept}
     for o in m.extra:
-        node = next(x for x in m.kept if x.id == o)
         failures.append(
             {
                 "family": "extra_action",
                 "location": o,
-                "detail": f"observed step {o!r} ({node.label}) enacts no active obligation",
+                "detail": f"observed step {o!r} ({labels[o]}) enacts no active obligation",
             }
         )
 
@@ -298,8 +298,7 @@ def evaluate_detailed(expected: Expected, observed: Observed, *, mode: str = "to
     paired_obs = set(m.paired_observed)
     decisions_ok = [
         1.0
-        if d not in m.wrong_branch
-        and any(x in direct for x in _subtree(c, expected.decisions[d]))
+        if d not in m.wrong_branch and any(x in direct for x in _subtree(c, expected.decisions[d]))
         else 0.0
         for d in expected.decisions
     ]
@@ -309,23 +308,21 @@ def evaluate_detailed(expected: Expected, observed: Observed, *, mode: str = "to
         "edge_conformance": _ratio(conform, total),
         "branch_correctness": _ratio(sum(decisions_ok), len(decisions_ok)),
         "invariant_score": _ratio(sum(inv_scores.values()), len(inv_scores)),
-        "output_validity": _ratio(
-            sum(1 for n in outputs if output_ok[n] is None), len(outputs)
-        ),
+        "output_validity": _ratio(sum(1 for n in outputs if output_ok[n] is None), len(outputs)),
     }
     obs_status: dict[str, str] = {}
     outs = set(m.consumed_output)
-    for o in m.kept:
-        if o.id in outs:
-            obs_status[o.id] = "output"
-        elif o.id in paired_obs:
-            obs_status[o.id] = "paired"
-    for o, _ in m.repeats:
-        obs_status[o] = "repeat"
-    for o in m.wrong_branch_of:
-        obs_status[o] = "wrong_branch"
-    for o in m.extra:
-        obs_status[o] = "extra"
+    for kept in m.kept:
+        if kept.id in outs:
+            obs_status[kept.id] = "output"
+        elif kept.id in paired_obs:
+            obs_status[kept.id] = "paired"
+    for oid, _ in m.repeats:
+        obs_status[oid] = "repeat"
+    for oid in m.wrong_branch_of:
+        obs_status[oid] = "wrong_branch"
+    for oid in m.extra:
+        obs_status[oid] = "extra"
     return Evaluation(
         expected=expected,
         alignment=m,
@@ -432,7 +429,7 @@ def _invariants(expected: Expected, observed: Observed) -> tuple[dict[str, float
 
 @cache
 def _schema_validator(schema_json: str) -> jsonschema.protocols.Validator:
-    return jsonschema.Draft202012Validator(json.loads(schema_json))  # type: ignore[no-any-return]
+    return jsonschema.Draft202012Validator(json.loads(schema_json))
 
 
 def _check_output(node: Node, output: str | None) -> str | None:

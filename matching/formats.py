@@ -22,7 +22,6 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache, cached_property
-
 from pathlib import Path
 from typing import Any
 
@@ -66,13 +65,13 @@ _HERE = Path(__file__).resolve().parent
 def schema(name: str) -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of a format, by short name (``"contract"``...)."""
     text = (_HERE / "schemas" / f"{name}.json").read_text("utf-8")
-    return json.loads(text)  # type: ignore[no-any-return]
+    return json.loads(text)
 
 
 @cache
 def _validator(name: str) -> jsonschema.protocols.Validator:
     cls = jsonschema.Draft202012Validator
-    return cls(schema(name), format_checker=None)  # type: ignore[no-any-return]
+    return cls(schema(name), format_checker=None)
 
 
 def _rule_of(err: jsonschema.ValidationError) -> str:
@@ -92,7 +91,9 @@ def check_schema(doc: Any, name: str, *, file: str | None = None) -> None:
         if deeper is None:
             break
         err = deeper
-    raise ContractEvalError(err.message, file=file, path=json_path(err.absolute_path), rule=_rule_of(err))
+    raise ContractEvalError(
+        err.message, file=file, path=json_path(err.absolute_path), rule=_rule_of(err)
+    )
 
 
 def schema_errors(doc: Any, name: str) -> list[tuple[str, str, str]]:
@@ -142,7 +143,7 @@ def _document(
         )
     given = data.get("format")
     if given is None and not embedded:
-        raise ContractEvalError(f"missing \"format\": expected {fmt!r}", file=file, rule="format")
+        raise ContractEvalError(f'missing "format": expected {fmt!r}', file=file, rule="format")
     if given is not None and given != fmt:
         raise ContractEvalError(
             f"wrong format {given!r}: expected {fmt!r}", file=file, path="$.format", rule="format"
@@ -270,12 +271,16 @@ class Query:
 
     def to_dict(self, *, embedded: bool = False) -> dict[str, Any]:
         d: dict[str, Any] = {} if embedded else {"format": QUERY}
-        d.update(id=self.id, text=self.text, intents=list(self.intents), branches=dict(self.branches))
+        d.update(
+            id=self.id, text=self.text, intents=list(self.intents), branches=dict(self.branches)
+        )
         return d
 
     @classmethod
     def of(cls, d: Mapping[str, Any]) -> Query:
-        return cls(d["id"], d.get("text", ""), list(d.get("intents", [])), dict(d.get("branches", {})))
+        return cls(
+            d["id"], d.get("text", ""), list(d.get("intents", [])), dict(d.get("branches", {}))
+        )
 
 
 @dataclass(eq=False)

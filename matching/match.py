@@ -82,9 +82,7 @@ def keep_evidence(obs: Observed) -> tuple[list[ObservedNode], list[tuple[str, st
         elif out_of_range and not mismatch:
             dropped.append((n.id, "every span is outside the source text"))
         else:
-            dropped.append(
-                (n.id, "every span is outside the source text or quotes it wrongly")
-            )
+            dropped.append((n.id, "every span is outside the source text or quotes it wrongly"))
     kept.sort(key=lambda n: (n.step, n.index))
     return kept, dropped
 

@@ -273,7 +273,9 @@ class _Doc:
             return
         sentences = [p[1] for p in pieces]
         at_end = pos >= len(self.text)
-        block = (" " if at_end and self.text else "") + " ".join(sentences) + ("" if at_end else " ")
+        block = (
+            (" " if at_end and self.text else "") + " ".join(sentences) + ("" if at_end else " ")
+        )
         off = pos + (1 if at_end and self.text else 0)
         self.replace(pos, pos, block)
         for node, sentence in pieces:
@@ -289,7 +291,9 @@ class _Doc:
         a, b = u
         seg = self.text[a:b]
         rel = [[s[0] - a, s[1] - a] for s in n.spans]
-        others = [m for m in self.nodes if m is not n and any(s[0] < b and s[1] > a for s in m.spans)]
+        others = [
+            m for m in self.nodes if m is not n and any(s[0] < b and s[1] > a for s in m.spans)
+        ]
         if others:
             return None
         self.nodes.remove(n)
@@ -431,8 +435,15 @@ def _wrong_branch(ctx: _Ctx) -> Iterator[Candidate]:
                         text = ("[tool] " if _CALL.match(text) else "[assistant] ") + text
                     pieces.append(
                         (
-                            _N(doc.new_id(), node.label, node.description, node.type, x,
-                               (group, x), []),
+                            _N(
+                                doc.new_id(),
+                                node.label,
+                                node.description,
+                                node.type,
+                                x,
+                                (group, x),
+                                [],
+                            ),
                             text,
                         )
                     )
@@ -465,7 +476,9 @@ def _ordering(ctx: _Ctx) -> Iterator[Candidate]:
         yield f"{u}->{v}", make_after
 
 
-def _move(ctx: _Ctx, mover: str, *, before: str | None = None, after: str | None = None) -> Observed | None:
+def _move(
+    ctx: _Ctx, mover: str, *, before: str | None = None, after: str | None = None
+) -> Observed | None:
     doc = ctx.doc()
     node = doc.node(mover)
     cut = doc.cut(node)

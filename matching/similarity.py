@@ -44,7 +44,7 @@ _stemmer = snowballstemmer.stemmer("english")
 
 @cache
 def _stem(word: str) -> str:
-    return _stemmer.stemWord(word)  # type: ignore[no-any-return]
+    return _stemmer.stemWord(word)
 
 
 def tokens(text: str) -> frozenset[str]:
@@ -67,9 +67,7 @@ def sim(a: frozenset[str], b: frozenset[str]) -> float:
     return round(0.5 * inter / len(a | b) + 0.5 * inter / min(len(a), len(b)), 6)
 
 
-def similarity_matrix(
-    rows: Sequence[frozenset[str]], cols: Sequence[frozenset[str]]
-) -> np.ndarray:
+def similarity_matrix(rows: Sequence[frozenset[str]], cols: Sequence[frozenset[str]]) -> np.ndarray:
     """sim of every row set against every column set, as a dense float matrix."""
     n, m = len(rows), len(cols)
     if n == 0 or m == 0:
@@ -87,7 +85,7 @@ def similarity_matrix(
     with np.errstate(divide="ignore", invalid="ignore"):
         out = 0.5 * inter / union + 0.5 * inter / small
     out[(a == 0) | (b == 0) | (inter == 0)] = 0.0
-    return np.round(out, 6)  # type: ignore[no-any-return]
+    return np.round(out, 6)
 
 
 def _incidence(sets: Sequence[frozenset[str]], vocab: dict[str, int]) -> sparse.csr_matrix:

@@ -166,7 +166,9 @@ def _audit(c: Contract) -> Audit:
     for i, n in enumerate(c.nodes):
         if n.parent is not None and n.parent not in ids:
             errors.append(
-                Finding("unknown-parent", f"unknown parent {n.parent!r}", f"$.nodes[{i}].parent", n.id)
+                Finding(
+                    "unknown-parent", f"unknown parent {n.parent!r}", f"$.nodes[{i}].parent", n.id
+                )
             )
     edges_ok = []
     for i, e in enumerate(c.edges):
@@ -345,7 +347,9 @@ def _check_regex(rx: str, path: str, owner: str, out: list[Finding]) -> None:
     try:
         re.compile(rx)
     except re.error as exc:
-        out.append(Finding("bad-regex", f"not a valid Python regular expression: {exc}", path, owner))
+        out.append(
+            Finding("bad-regex", f"not a valid Python regular expression: {exc}", path, owner)
+        )
 
 
 def _check_output_meta(
@@ -373,11 +377,12 @@ def _check_output_meta(
 def coverage_lines(c: Contract) -> tuple[int, int]:
     """``(non-blank lines, those touched by a node's or invariant's span)``."""
     touched = bytearray(len(c.text))
-    for x in [*c.nodes, *c.invariants]:
-        for sp in x.evidence:
-            start, end = max(sp.start, 0), min(sp.end, len(c.text))
-            if start < end:
-                touched[start:end] = b"\x01" * (end - start)
+    spans = [sp for n in c.nodes for sp in n.evidence]
+    spans += [sp for i in c.invariants for sp in i.evidence]
+    for sp in spans:
+        start, end = max(sp.start, 0), min(sp.end, len(c.text))
+        if start < end:
+            touched[start:end] = b"\x01" * (end - start)
     lines = covered = 0
     pos = 0
     for line in c.text.split("\n"):

@@ -1,0 +1,269 @@
+"""The ``contracteval`` command (CLI.md).
+
+Results go to stdout as JSON (``validate`` prints readable lines, ``suite`` a table);
+diagnostics go to stderr. Exit status: 0 success, 1 invalid input (the message names the
+file, the JSON path and the rule) or ``validate`` found an error, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from . import __version__
+from .conditioning import condition, resolve_query
+from .errors import ContractEvalError
+from .evaluate import evaluate_detailed
+from .extract import reextract
+from .extractors import EXTRACTORS, FallbackWarning, get_extractor
+from .formats import Contract, Query, dumps, read_observed, read_query
+from .match import MODES
+from .perturb import FAMILIES
+from .progress import ProgressBar
+from .suite import format_table, load_suite, perturb_suite, run_suite, score, write_suite
+from .validate import audit_file, load_contract
+
+
+class UsageError(Exception):
+    pass
+
+
+def _print_json(doc: Any) -> None:
+    sys.stdout.write(dumps(doc))
+
+
+def _query_arg(contract: Contract, value: str) -> Query:
+    path = Path(value)
+    if path.is_file():
+        return read_query(path)
+    return resolve_query(contract, value)
+
+
+def _check_modes(args: argparse.Namespace) -> None:
+    if getattr(args, "mode", None) == "oracle" and getattr(args, "extractor", "none") != "none":
+        raise UsageError(
+            "--mode oracle pairs by gold ids and needs the gold observed nodes:"
+            " use --extractor none"
+        )
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    audit = audit_file(Path(args.contract))
+    if args.json:
+        _print_json(audit.to_dict())
+        return 0 if audit.ok else 1
+    out = sys.stdout
+    out.write(f"{args.contract}: {len(audit.errors)} error(s), {len(audit.warnings)} warning(s)\n")
+    for kind, items in (("error", audit.errors), ("warning", audit.warnings)):
+        for f in items:
+            who = f" [{f.node}]" if f.node else ""
+            out.write(f"{kind}: {f.path}: {f.message} ({f.rule}){who}\n")
+    out.write(
+        f"evidence coverage: {audit.coverage:.1%}"
+        f" ({audit.covered_lines} of {audit.lines} non-blank lines)\n"
+    )
+    return 0 if audit.ok else 1
+
+
+def cmd_condition(args: argparse.Namespace) -> int:
+    contract = load_contract(Path(args.contract))
+    try:
+        expected = condition(contract, _query_arg(contract, args.query))
+    except ContractEvalError as exc:
+        raise exc.with_file(args.contract) from None
+    _print_json(expected.to_dict())
+    return 0
+
+
+def cmd_extract(args: argparse.Namespace) -> int:
+    src = Path(args.source)
+    try:
+        text = src.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ContractEvalError(
+            f"cannot read file: {exc.strerror}", file=str(src), rule="io"
+        ) from None
+    except UnicodeDecodeError:
+        raise ContractEvalError("not UTF-8 text", file=str(src), rule="io") from None
+    obs = get_extractor(args.extractor)(text, kind=args.kind)
+    if args.contract:
+        contract = load_contract(Path(args.contract))
+        obs.contract = contract.id
+        if args.query:
+            obs.query = _query_arg(contract, args.query).id
+    elif args.query:
+        obs.query = read_query(Path(args.query)).id if Path(args.query).is_file() else args.query
+    _print_json(obs.to_dict())
+    return 0
+
+
+def cmd_match(args: argparse.Namespace) -> int:
+    _check_modes(args)
+    contract = load_contract(Path(args.contract))
+    observed = read_observed(Path(args.observed))
+    if args.extractor != "none":
+        observed = reextract(observed, args.extractor)
+    try:
+        expected = condition(contract, _query_arg(contract, args.query))
+    except ContractEvalError as exc:
+        raise exc.with_file(args.contract) from None
+    _print_json(evaluate_detailed(expected, observed, mode=args.mode).report())
+    return 0
+
+
+def cmd_perturb(args: argparse.Namespace) -> int:
+    families = _families(args.families)
+    suite = load_suite(Path(args.suite))
+    bar = ProgressBar("perturb")
+    cases, counts = perturb_suite(suite, families=families, seed=args.seed, progress=bar)
+    bar.close()
+    write_suite(Path(args.out), suite.contracts.values(), cases)
+    clean = sum(1 for c in cases if c.clean)
+    _print_json(
+        {
+            "out": str(args.out),
+            "seed": args.seed,
+            "clean": clean,
+            "cases": len(cases),
+            "families": counts,
+            "unreadable_cases": suite.errors,
+        }
+    )
+    return 0
+
+
+def _families(value: str) -> list[str]:
+    if value == "all":
+        return list(FAMILIES)
+    names = [f.strip() for f in value.split(",") if f.strip()]
+    bad = [f for f in names if f not in FAMILIES]
+    if bad or not names:
+        raise UsageError(
+            f"unknown families {', '.join(bad) or '(none)'}: choose 'all' or from {', '.join(FAMILIES)}"
+        )
+    return names
+
+
+def cmd_suite(args: argparse.Namespace) -> int:
+    _check_modes(args)
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    suite = load_suite(Path(args.suite))
+    started = time.perf_counter()
+    bar = ProgressBar(f"suite ({args.mode})")
+    results = run_suite(
+        suite, mode=args.mode, extractor=args.extractor, jobs=args.jobs, progress=bar
+    )
+    bar.close()
+    seconds = round(time.perf_counter() - started, 3)
+    scores = score(results)
+    doc = {"cases": scores.pop("cases"), "mode": args.mode, "extractor": args.extractor}
+    doc.update(scores)
+    doc["seconds"] = seconds
+    sys.stdout.write(format_table(doc) + "\n")
+    sys.stdout.write(f"{doc['cases']} cases in {seconds:.2f} s\n")
+    if args.json:
+        Path(args.json).write_text(dumps(doc), encoding="utf-8")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from . import bench  # type: ignore[attr-defined,unused-ignore]
+
+    return bench.main(args.rest)
+
+
+# --------------------------------------------------------------------------- parser
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: usage error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="contracteval", description="Prove that an AI agent followed a procedure.")
+    p.add_argument("--version", action="version", version=f"contracteval {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    s = sub.add_parser("validate", help="audit checks of a contract")
+    s.add_argument("contract")
+    s.add_argument("--json", action="store_true", help="one JSON object instead of lines")
+    s.set_defaults(func=cmd_validate)
+
+    s = sub.add_parser("condition", help="print the expected graph of a query")
+    s.add_argument("contract")
+    s.add_argument("--query", required=True, help="a query document or an embedded query id")
+    s.set_defaults(func=cmd_condition)
+
+    s = sub.add_parser("extract", help="build an observed graph from a text")
+    s.add_argument("--source", required=True)
+    s.add_argument("--kind", choices=("response", "trace"), default="trace")
+    s.add_argument("--extractor", choices=EXTRACTORS, default="heuristic")
+    s.add_argument("--contract")
+    s.add_argument("--query")
+    s.set_defaults(func=cmd_extract)
+
+    s = sub.add_parser("match", help="conformance report of an observed graph")
+    s.add_argument("contract")
+    s.add_argument("--query", required=True)
+    s.add_argument("--observed", required=True)
+    s.add_argument("--mode", choices=MODES, default="token")
+    s.add_argument("--extractor", choices=("none", *EXTRACTORS), default="none")
+    s.set_defaults(func=cmd_match)
+
+    s = sub.add_parser("perturb", help="make the perturbed cases of a suite")
+    s.add_argument("suite")
+    s.add_argument("--out", required=True)
+    s.add_argument("--families", default="all")
+    s.add_argument("--seed", type=int, default=0)
+    s.set_defaults(func=cmd_perturb)
+
+    s = sub.add_parser("suite", help="run and score every case of a suite")
+    s.add_argument("suite")
+    s.add_argument("--mode", choices=MODES, default="token")
+    s.add_argument("--extractor", choices=("none", *EXTRACTORS), default="none")
+    s.add_argument("--json", metavar="OUT.json")
+    s.add_argument("--jobs", type=int, default=1)
+    s.set_defaults(func=cmd_suite)
+
+    s = sub.add_parser("bench", help="print engine benchmark figures")
+    s.add_argument("rest", nargs=argparse.REMAINDER)
+    s.set_defaults(func=cmd_bench)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", FallbackWarning)
+        warnings.showwarning = _show_warning
+        try:
+            return int(args.func(args))
+        except UsageError as exc:
+            parser.print_usage(sys.stderr)
+            sys.stderr.write(f"contracteval: usage error: {exc}\n")
+            return 2
+        except ContractEvalError as exc:
+            sys.stderr.write(f"contracteval: error: {exc}\n")
+            return 1
+        except BrokenPipeError:
+            return 0
+
+
+def _show_warning(message: Any, category: Any, *_: Any, **__: Any) -> None:
+    sys.stderr.write(f"contracteval: warning: {message}\n")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,175 @@
+"""The offline heuristic extractor (ALGORITHMS.md §7): text -> ``contracteval.observed/v1``.
+
+Observed nodes are the agent's *behaviour*: each ``[tool]`` call, and each ``[assistant]``
+sentence that does, checks, decides, asks for or refuses something. ``[user]``,
+``[result]`` and ``[system]`` lines are context, never nodes; greetings, thanks and
+filler are not behaviour either. A response (no tags) is read sentence by sentence.
+Every node's evidence is an exact span of the text; the extractor never sees a contract.
+
+>>> text = ('[user] Hi, I want a refund for order 1042.\\n'
+...         '[assistant] Hello! Thanks for reaching out.\\n'
+...         '[tool] lookup_order(order_id="1042")\\n'
+...         '[result] {"placed": "10 days ago"}\\n'
+...         '[assistant] The order is 10 days old, so it is inside the return window. '
+...         'I have approved your refund.\\n')
+>>> obs = extract_heuristic(text, kind="trace")
+>>> [(n.id, n.type, text[n.evidence[0].start:n.evidence[0].end]) for n in obs.nodes]
+... # doctest: +NORMALIZE_WHITESPACE
+[('o1', 'action', '[tool] lookup_order(order_id="1042")'),
+ ('o2', 'decision', 'The order is 10 days old, so it is inside the return window.'),
+ ('o3', 'action', 'I have approved your refund.')]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from .formats import Edge, Observed, ObservedNode, Span
+
+_EVENT = re.compile(r"^\[(system|user|assistant|tool|result)\] ")
+_CALL = re.compile(r"^([A-Za-z_][\w.-]*)\((.*)\)\s*$", re.S)
+# A sentence ends at . ! ? (optionally closed by a quote or bracket) before white space.
+_SENTENCE = re.compile(r"[^\s].*?(?:[.!?]+[\"')\]]*(?=\s|$)|$)", re.S)
+_FILLER = re.compile(
+    r"^(?:(?:hi|hello|hey|good (?:morning|afternoon|evening)|dear \w+)\b[^.!?]*[.!?]?"
+    r"|(?:many )?thanks?\b.*|thank you\b.*|you'?re welcome\b.*|no problem\b.*"
+    r"|(?:i'?m |i am )?(?:happy|glad) to help\b.*|have a (?:nice|great|good|lovely) \w+.*"
+    r"|(?:is there )?anything else\b.*|let me know if\b.*|(?:kind |best )?regards\b.*"
+    r"|sure(?:\s+thing)?[.!]?|of course[.!]?|okay[.!]?|ok[.!]?|great[.!]?|certainly[.!]?)$",
+    re.I | re.S,
+)
+_TYPES = (
+    (
+        "refusal",
+        re.compile(
+            r"\b(?:cannot|can't|can not|unable|decline|declined|refuse|not able|won't be able|not eligible|deny|denied)\b",
+            re.I,
+        ),
+    ),
+    (
+        "validation",
+        re.compile(
+            r"\b(?:verif\w*|confirm\w*|check\w*|match(?:es|ed)?|validat\w*|authenticat\w*)\b", re.I
+        ),
+    ),
+    (
+        "decision",
+        re.compile(
+            r"\b(?:since|because|so|therefore|within|outside|eligible|qualif\w*|exceed\w*|older than|more than|less than)\b",
+            re.I,
+        ),
+    ),
+    ("output_requirement", re.compile(r"^\s*[{\[]")),
+)
+MIN_WORDS = 3
+
+
+def _sentences(text: str, base: int) -> Iterator[tuple[int, int]]:
+    for m in _SENTENCE.finditer(text):
+        a, b = m.start(), m.end()
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        if b > a:
+            yield base + a, base + b
+
+
+def _is_behaviour(sentence: str) -> bool:
+    s = sentence.strip()
+    if _FILLER.match(s):
+        return False
+    return len(re.findall(r"[A-Za-z0-9]+", s)) >= MIN_WORDS
+
+
+def _guess_type(sentence: str) -> str:
+    for name, rx in _TYPES:
+        if rx.search(sentence):
+            return name
+    return "action"
+
+
+def _label(sentence: str, limit: int = 120) -> str:
+    s = " ".join(sentence.split())
+    return s if len(s) <= limit else s[: limit - 1].rstrip() + "…"
+
+
+def _events(text: str) -> Iterator[tuple[str, int, int]]:
+    """(role, start, end) of every event of a rendered trace; continuation lines join."""
+    role: str | None = None
+    start = 0
+    pos = 0
+    end = 0
+    for line in text.split("\n"):
+        line_end = pos + len(line)
+        m = _EVENT.match(line)
+        if m:
+            if role is not None:
+                yield role, start, end
+            role, start, end = m.group(1), pos, line_end
+        elif line.startswith("  ") and role is not None:
+            end = line_end
+        elif line.strip():
+            # untagged text in a trace is read as the assistant's
+            if role is not None:
+                yield role, start, end
+            role, start, end = "assistant", pos, line_end
+        pos = line_end + 1
+    if role is not None:
+        yield role, start, end
+
+
+def extract_heuristic(text: str, *, kind: str = "trace") -> Observed:
+    """Build an observed graph from ``text`` alone (a rendered trace or a response)."""
+    if kind not in ("trace", "response"):
+        raise ValueError(f"kind must be 'trace' or 'response', not {kind!r}")
+    found: list[tuple[int, int, str, str, str]] = []  # start, end, label, desc, type
+    if kind == "response":
+        for a, b in _sentences(text, 0):
+            s = text[a:b]
+            if _is_behaviour(s):
+                found.append((a, b, _label(s), "", _guess_type(s)))
+    else:
+        for role, a, b in _events(text):
+            tag_len = len(role) + 3 if text.startswith(f"[{role}] ", a) else 0
+            body = text[a + tag_len : b]
+            if role == "tool":
+                m = _CALL.match(body)
+                name = m.group(1) if m else body.split("(")[0].strip() or "tool"
+                args = " ".join(m.group(2).split()) if m else ""
+                found.append((a, b, f"Called {name}", args, "action"))
+            elif role == "assistant":
+                for sa, sb in _sentences(body, a + tag_len):
+                    s = text[sa:sb]
+                    if _is_behaviour(s):
+                        found.append((sa, sb, _label(s), "", _guess_type(s)))
+    nodes = [
+        ObservedNode(
+            id=f"o{i + 1}",
+            label=label,
+            evidence=[Span(a, b, text[a:b])],
+            step=i,
+            description=desc,
+            type=type_,
+            gold=None,
+            index=i,
+        )
+        for i, (a, b, label, desc, type_) in enumerate(found)
+    ]
+    edges = [Edge(x.id, y.id, "precedes") for x, y in zip(nodes, nodes[1:], strict=False)]
+    return Observed(kind=kind, text=text, nodes=nodes, edges=edges)
+
+
+def reextract(observed: Observed, extractor: str = "heuristic") -> Observed:
+    """New nodes for an observed document's source text; output and labels are kept.
+
+    Only the nodes are replaced: the final ``output``, audited invariant scores and the
+    contract/query fields carry over, since they are not extracted from the text.
+    """
+    from .extractors import get_extractor
+
+    fresh = get_extractor(extractor)(observed.text, kind=observed.kind)
+    fresh.output = observed.output
+    fresh.invariants = dict(observed.invariants)
+    fresh.contract = observed.contract
+    fresh.query = observed.query
+    return fresh

@@ -1,0 +1,46 @@
+"""Extractor registry: a name -> a function ``(text, *, kind) -> Observed``.
+
+``heuristic`` is offline and always available. ``llm`` uses the OpenAI-compatible
+endpoint configured in the environment (``matching.llm.config``); with none configured
+it falls back to the heuristic and says so with a :class:`FallbackWarning`, so nothing
+ever pretends an LLM ran.
+
+>>> get_extractor("heuristic").__name__
+'extract_heuristic'
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+from .extract import extract_heuristic
+from .formats import Observed
+
+Extractor = Callable[..., Observed]
+EXTRACTORS = ("heuristic", "llm")
+
+
+class FallbackWarning(UserWarning):
+    """An LLM component was asked for but none is configured: the heuristic ran."""
+
+
+def get_extractor(name: str) -> Extractor:
+    if name == "heuristic":
+        return extract_heuristic
+    if name == "llm":
+        from .llm.config import LLMConfig
+
+        config = LLMConfig.from_env()
+        if not config.configured:
+            warnings.warn(
+                "no LLM endpoint configured (set CONTRACTEVAL_LLM_API_KEY or OPENAI_API_KEY):"
+                " using the offline heuristic extractor instead",
+                FallbackWarning,
+                stacklevel=2,
+            )
+            return extract_heuristic
+        from .llm.extractor import LLMExtractor
+
+        return LLMExtractor(config)
+    raise ValueError(f"unknown extractor {name!r}: expected one of {EXTRACTORS}")

@@ -1,0 +1,290 @@
+"""Suites (FORMAT.md §7): loading, perturbing, running and scoring (ALGORITHMS.md §6).
+
+>>> verdicts = [CaseResult("a", True, None, None, "clean", []),
+...             CaseResult("b", False, "omission", "x", "non_clean", [("omission", "x")]),
+...             CaseResult("c", False, "ordering", "u->v", "clean", [])]
+>>> s = score(verdicts)
+>>> s["detection_accuracy"], s["balanced_detection_accuracy"], s["localization"]
+(0.666667, 0.75, 0.5)
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .conditioning import Expected, condition
+from .errors import ContractEvalError
+from .evaluate import evaluate_detailed
+from .extract import reextract
+from .formats import Case, Contract, dumps, read_case
+from .perturb import FAMILIES, perturb_case
+from .validate import load_contract
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class Suite:
+    contracts: dict[str, Contract]
+    cases: list[Case]
+    errors: list[dict[str, str]] = field(default_factory=list)  # unreadable case lines
+
+
+@dataclass
+class CaseResult:
+    id: str
+    clean: bool
+    family: str | None
+    location: str | None
+    verdict: str | None  # None: the case errored
+    failures: list[tuple[str, str]]
+    error: str | None = None
+
+
+def load_suite(path: Path) -> Suite:
+    """Read ``contracts/*.json`` (audited) and ``cases.jsonl`` of a suite folder.
+
+    A contract that fails its audit stops the load (every case depends on it); a case
+    line that cannot be read is recorded as an error and counts as wrong when scored.
+    """
+    path = Path(path)
+    cdir = path / "contracts"
+    if not cdir.is_dir():
+        raise ContractEvalError(
+            f"not a suite folder: {cdir} is missing", file=str(path), rule="suite"
+        )
+    contracts: dict[str, Contract] = {}
+    for f in sorted(cdir.glob("*.json")):
+        c = load_contract(f)
+        if c.id in contracts:
+            raise ContractEvalError(
+                f"duplicate contract id {c.id!r}", file=str(f), path="$.id", rule="unique-id"
+            )
+        contracts[c.id] = c
+    cases_file = path / "cases.jsonl"
+    if not cases_file.is_file():
+        raise ContractEvalError(
+            f"not a suite folder: {cases_file} is missing", file=str(path), rule="suite"
+        )
+    suite = Suite(contracts, [])
+    seen: set[str] = set()
+    with cases_file.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            where = f"{cases_file}:{lineno}"
+            try:
+                case = read_case(line, file=where)
+                if case.id in seen:
+                    raise ContractEvalError(
+                        f"duplicate case id {case.id!r}", file=where, path="$.id", rule="unique-id"
+                    )
+                if case.contract not in contracts:
+                    raise ContractEvalError(
+                        f"unknown contract {case.contract!r}",
+                        file=where,
+                        path="$.contract",
+                        rule="unknown-id",
+                    )
+                seen.add(case.id)
+                suite.cases.append(case)
+            except ContractEvalError as exc:
+                suite.errors.append({"id": where, "error": str(exc)})
+    return suite
+
+
+# --------------------------------------------------------------------------- perturb
+
+
+def perturb_suite(
+    suite: Suite,
+    *,
+    families: Sequence[str] = FAMILIES,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> tuple[list[Case], dict[str, dict[str, int]]]:
+    """Every clean case followed by one perturbed case per applicable family."""
+    out: list[Case] = []
+    counts = {f: {"made": 0, "skipped": 0} for f in families}
+    numbers: dict[tuple[str, str, str], int] = defaultdict(int)
+    clean = [c for c in suite.cases if c.clean]
+    for i, case in enumerate(clean):
+        contract = suite.contracts[case.contract]
+        out.append(case)
+        try:
+            expected = condition(contract, case.query)
+        except ContractEvalError:
+            for f in families:
+                counts[f]["skipped"] += 1
+            continue
+        for family in families:
+            made = perturb_case(contract, case, family, seed=seed, expected=expected)
+            if made is None:
+                counts[family]["skipped"] += 1
+                continue
+            key = (case.contract, case.query, family)
+            numbers[key] += 1
+            made.id = f"{case.contract}/{case.query}/{family}-{numbers[key]}"
+            counts[family]["made"] += 1
+            out.append(made)
+        if progress:
+            progress(i + 1, len(clean))
+    return out, counts
+
+
+def write_suite(path: Path, contracts: Iterable[Contract], cases: Iterable[Case]) -> None:
+    path = Path(path)
+    (path / "contracts").mkdir(parents=True, exist_ok=True)
+    for c in contracts:
+        (path / "contracts" / f"{c.id}.json").write_text(dumps(c.to_dict()), encoding="utf-8")
+    with (path / "cases.jsonl").open("w", encoding="utf-8") as fh:
+        for case in cases:
+            fh.write(json.dumps(case.to_dict(), ensure_ascii=False) + "\n")
+
+
+# --------------------------------------------------------------------------- run
+
+_STATE: dict[str, Any] = {}
+
+
+def _run_one(i: int) -> CaseResult:
+    suite: Suite = _STATE["suite"]
+    mode: str = _STATE["mode"]
+    extractor: str = _STATE["extractor"]
+    cache: dict[tuple[str, str], Expected] = _STATE["cache"]
+    case = suite.cases[i]
+    try:
+        key = (case.contract, case.query)
+        if key not in cache:
+            cache[key] = condition(suite.contracts[case.contract], case.query)
+        obs = case.observed if extractor == "none" else reextract(case.observed, extractor)
+        ev = evaluate_detailed(cache[key], obs, mode=mode)
+        fails = [(f["family"], f["location"]) for f in ev.failures]
+        return CaseResult(case.id, case.clean, case.family, case.location, ev.verdict, fails)
+    except (ContractEvalError, ValueError) as exc:
+        return CaseResult(case.id, case.clean, case.family, case.location, None, [], str(exc))
+
+
+def _run_chunk(idx: Sequence[int]) -> list[CaseResult]:
+    return [_run_one(i) for i in idx]
+
+
+def run_suite(
+    suite: Suite,
+    *,
+    mode: str = "token",
+    extractor: str = "none",
+    jobs: int = 1,
+    progress: Progress | None = None,
+) -> list[CaseResult]:
+    """Evaluate every case; ``jobs`` > 1 forks worker processes."""
+    _STATE.update(suite=suite, mode=mode, extractor=extractor, cache={})
+    n = len(suite.cases)
+    results: list[CaseResult] = []
+    chunk = max(1, min(200, n // (max(jobs, 1) * 8) or 1))
+    chunks = [range(i, min(i + chunk, n)) for i in range(0, n, chunk)]
+    if jobs > 1 and n > chunk:
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(jobs) as pool:
+            for part in pool.imap(_run_chunk, chunks):
+                results.extend(part)
+                if progress:
+                    progress(len(results), n)
+    else:
+        for idx in chunks:
+            results.extend(_run_chunk(idx))
+            if progress:
+                progress(len(results), n)
+    results.extend(
+        CaseResult(e["id"], False, None, None, None, [], e["error"]) for e in suite.errors
+    )
+    return results
+
+
+# --------------------------------------------------------------------------- score
+
+
+def _share(num: int, den: int) -> float | None:
+    return None if den == 0 else round(num / den, 6)
+
+
+def score(results: Sequence[CaseResult], *, locations: bool = True) -> dict[str, Any]:
+    """The figures of ALGORITHMS.md §6. ``locations=False`` for evaluators that give a
+    family only (LLM judges): localisation is then null."""
+    total = len(results)
+    correct = sum(1 for r in results if r.verdict is not None and (r.verdict == "clean") == r.clean)
+    clean = [r for r in results if r.clean]
+    spec_ok = sum(1 for r in clean if r.verdict == "clean")
+    per_family: dict[str, dict[str, Any]] = {}
+    perturbed = [r for r in results if not r.clean and r.family]
+    loc_hits = exact_hits = 0
+    for fam in sorted({r.family for r in perturbed if r.family}, key=_family_order):
+        rows = [r for r in perturbed if r.family == fam]
+        det = sum(1 for r in rows if r.verdict == "non_clean")
+        loc = sum(1 for r in rows if (r.family, r.location) in r.failures)
+        exact = sum(1 for r in rows if set(r.failures) == {(r.family, r.location)})
+        loc_hits += loc
+        exact_hits += exact
+        per_family[fam] = {
+            "cases": len(rows),
+            "detection": _share(det, len(rows)),
+            "localization": _share(loc, len(rows)) if locations else None,
+            "exact_localization": _share(exact, len(rows)) if locations else None,
+        }
+    specificity = _share(spec_ok, len(clean))
+    rates = [v["detection"] for v in per_family.values() if v["detection"] is not None]
+    balanced = (
+        None
+        if specificity is None or not rates
+        else round((sum(rates) / len(rates) + specificity) / 2, 6)
+    )
+    return {
+        "cases": total,
+        "detection_accuracy": _share(correct, total),
+        "balanced_detection_accuracy": balanced,
+        "clean_specificity": specificity,
+        "localization": _share(loc_hits, len(perturbed)) if locations else None,
+        "exact_localization": _share(exact_hits, len(perturbed)) if locations else None,
+        "per_family": per_family,
+        "clean": {"cases": len(clean), "specificity": specificity},
+        "errors": [{"id": r.id, "error": r.error} for r in results if r.verdict is None],
+    }
+
+
+def _family_order(f: str) -> int:
+    return FAMILIES.index(f) if f in FAMILIES else len(FAMILIES)
+
+
+def format_table(scores: dict[str, Any]) -> str:
+    """The per-family table, plain text."""
+
+    def cell(x: float | None) -> str:
+        return "—" if x is None else f"{x:.3f}"
+
+    head = f"{'family':<22}{'cases':>7}{'detection':>11}{'localization':>14}{'exact loc.':>12}"
+    lines = [head, "-" * len(head)]
+    for fam, row in scores["per_family"].items():
+        lines.append(
+            f"{fam:<22}{row['cases']:>7}{cell(row['detection']):>11}"
+            f"{cell(row['localization']):>14}{cell(row['exact_localization']):>12}"
+        )
+    clean = scores["clean"]
+    lines.append(
+        f"{'clean (specificity)':<22}{clean['cases']:>7}{cell(clean['specificity']):>11}{'—':>14}{'—':>12}"
+    )
+    lines.append("-" * len(head))
+    lines.append(
+        f"{'overall':<22}{scores['cases']:>7}{cell(scores['detection_accuracy']):>11}"
+        f"{cell(scores['localization']):>14}{cell(scores['exact_localization']):>12}"
+    )
+    lines.append(f"balanced detection accuracy: {cell(scores['balanced_detection_accuracy'])}")
+    if scores["errors"]:
+        lines.append(f"errored cases (counted wrong): {len(scores['errors'])}")
+        lines.extend(f"  {e['id']}: {e['error']}" for e in scores["errors"][:20])
+    return "\n".join(lines)
