@@ -10,7 +10,9 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install install-dev static lint bench results suite clean-venv
+POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/contracteval
+
+.PHONY: run test test-postgres install install-dev static lint bench results suite clean-venv
 
 $(BIN)/python:
 	@test -n "$(PYTHON)" || { echo "Python >= 3.12 not found (set PYTHON=...)"; exit 1; }
@@ -45,6 +47,10 @@ lint: install
 
 test: install lint
 	$(BIN)/pytest
+
+# The database-backed tests (web, worker, browser) again on PostgreSQL.
+test-postgres: install
+	DATABASE_URL=$(POSTGRES_URL) $(BIN)/pytest tests/web tests/browser
 
 bench: install
 	$(BIN)/contracteval bench

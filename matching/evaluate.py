@@ -45,6 +45,7 @@ METRICS = (
     "invariant_score",
     "output_validity",
 )
+_EVENT = re.compile(r"^\[(?:system|user|assistant|tool|result)\] ")
 _STRUCTURAL = frozenset({"intent", "decision", "branch_condition"})
 _ORDERED = frozenset({"requires", "enables", "branches_to"})
 
@@ -385,13 +386,13 @@ def agent_text(observed: Observed) -> str:
         events: list[str] = []
         keep = False
         for line in observed.text.split("\n"):
-            if line.startswith("  ") and events is not None:
+            if _EVENT.match(line):
+                keep = line.startswith(("[assistant] ", "[tool] "))
                 if keep:
-                    events[-1] += "\n" + line
-                continue
-            keep = line.startswith("[assistant]") or line.startswith("[tool]")
-            if keep:
-                events.append(line)
+                    events.append(line)
+            elif keep and events and line.strip():
+                # continuation lines (and stray untagged lines) belong to the event above
+                events[-1] += "\n" + line
         text = "\n".join(events)
     else:
         text = observed.text

@@ -106,13 +106,12 @@ def _events(text: str) -> Iterator[tuple[str, int, int]]:
             if role is not None:
                 yield role, start, end
             role, start, end = m.group(1), pos, line_end
-        elif line.startswith("  ") and role is not None:
-            end = line_end
+        elif role is not None:
+            # continuation lines (and stray untagged lines) belong to the event above
+            if line.strip():
+                end = line_end
         elif line.strip():
-            # untagged text in a trace is read as the assistant's
-            if role is not None:
-                yield role, start, end
-            role, start, end = "assistant", pos, line_end
+            role, start, end = "assistant", pos, line_end  # untagged text before any event
         pos = line_end + 1
     if role is not None:
         yield role, start, end
