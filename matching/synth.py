@@ -292,14 +292,10 @@ def synth_contract(
             for k in s.kids:
                 if k.type == "branch_condition":
                     edges.append({"source": s.id, "target": k.id, "kind": "branches_to"})
-    producer = next(
-        s
-        for s in reversed(order)
-        if s.id in {k.id for k in roots[0].kids}
-        and s.type in ("action", "validation")
-        and s.combine == "all"
-    )
-    edges.append({"source": producer.id, "target": out.id, "kind": "produces"})
+    top = {k.id for k in roots[0].kids}
+    producers = [s for s in order if s.id in top and s.type != "output_requirement"]
+    if producers:
+        edges.append({"source": producers[-1].id, "target": out.id, "kind": "produces"})
 
     # The artifact: a heading, one line per node, one per invariant.
     lines = [f"# Procedure {seed_tag}", ""]
