@@ -335,13 +335,46 @@ def audit_rows(rows: ContractRows) -> Audit:
     return audit_contract(document_from_rows(rows))
 
 
+VERBS = {
+    "confirm": "confirmed",
+    "reject": "rejected",
+    "edit": "edited",
+    "create": "created",
+    "delete": "deleted",
+    "save": "saved",
+    "import": "imported",
+    "propose": "added proposals to",
+    "request_proposals": "asked for proposals on",
+    "add_evidence": "added evidence to",
+    "remove_evidence": "removed evidence from",
+    "status": "changed the status of",
+    "new_version": "started a new version of",
+}
+
+
+def _changes(before: Any, after: Any) -> list[tuple[str, Any, Any]]:
+    """``(key, before, after)`` for every value that differs (whole values otherwise)."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        keys = [*before, *(k for k in after if k not in before)]
+        return [(k, before.get(k), after.get(k)) for k in keys if before.get(k) != after.get(k)]
+    if isinstance(after, dict) and before is None:
+        return [(k, None, v) for k, v in after.items()]
+    if isinstance(before, dict) and after is None:
+        return [(k, v, None) for k, v in before.items()]
+    return [] if before == after else [("value", before, after)]
+
+
 def history(contract: Contract, limit: int = HISTORY_LIMIT) -> list[AuditRecord]:
-    """The contract's audit records, newest first."""
-    return list(
+    """The contract's audit records, newest first, each with ``verb`` and ``changes``."""
+    records = list(
         AuditRecord.objects.filter(contract=contract)
         .select_related("user")
         .order_by("-created_at", "-pk")[:limit]
     )
+    for r in records:
+        r.verb = VERBS.get(r.action, r.action.replace("_", " "))
+        r.changes = _changes(r.before, r.after)
+    return records
 
 
 def latest_proposal_run(contract: Contract) -> ProposalRun | None:

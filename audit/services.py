@@ -257,6 +257,40 @@ def contract_import(
     return contract
 
 
+def contract_create(
+    *, project: Project, user, key: str, text: str, title: str = "", media_type: str = ""
+) -> Contract:
+    """A new, empty draft contract over an artifact text (then ask for proposals)."""
+    if not text.strip():
+        raise ServiceError("the artifact text is empty")
+    with transaction.atomic():
+        if Contract.objects.filter(project=project, key=key).exists():
+            raise ServiceError(f"a contract {key!r} exists already in this project")
+        doc = {
+            "id": key,
+            "title": title,
+            "artifact": {"text": text, "media_type": media_type},
+            "nodes": [],
+        }
+        contract = _store_document(
+            project=project,
+            doc=doc,
+            version=1,
+            previous=None,
+            review_status=ReviewStatus.PROPOSED,
+            proposer="",
+        )
+        _record(
+            contract,
+            user,
+            "create",
+            "contract",
+            key,
+            after={"title": title, "artifact": contract.artifact.content_hash},
+        )
+    return contract
+
+
 def contract_new_version(*, contract: Contract, user) -> Contract:
     """A draft copy of ``contract`` as the next version (how an audited contract changes)."""
     with transaction.atomic():

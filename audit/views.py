@@ -29,7 +29,7 @@ from .forms import (
     QueryForm,
     SpanForm,
 )
-from .models import Edge, Invariant, Node, Query, Span
+from .models import Edge, Invariant, Node, NodeType, Query, Span
 from .permissions import EDIT, IMPORT, REVIEW, VIEW, contract_for, has_role, project_for
 
 
@@ -82,6 +82,7 @@ def _context(
         "coverage_pct": round(audit.coverage * 100, 1),
         "counts": counts,
         "records": selectors.history(contract),
+        "legend": [*NodeType.choices, ("invariant", "Invariant")],
         "run": selectors.latest_proposal_run(contract),
         "versions": selectors.contract_versions(contract),
         "can_edit": writable,

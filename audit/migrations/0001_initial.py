@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,259 +14,596 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Artifact',
+            name="Artifact",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('text', models.TextField()),
-                ('media_type', models.CharField(blank=True, default='', max_length=100)),
-                ('content_hash', models.CharField(db_index=True, editable=False, max_length=64)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("text", models.TextField()),
+                ("media_type", models.CharField(blank=True, default="", max_length=100)),
+                ("content_hash", models.CharField(db_index=True, editable=False, max_length=64)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
         ),
         migrations.CreateModel(
-            name='Contract',
+            name="Contract",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=128, verbose_name='contract id')),
-                ('title', models.CharField(blank=True, default='', max_length=300)),
-                ('domain', models.CharField(blank=True, default='', max_length=200)),
-                ('version', models.PositiveIntegerField(default=1)),
-                ('status', models.CharField(choices=[('draft', 'Draft'), ('in_review', 'In review'), ('audited', 'Audited')], default='draft', max_length=20)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('artifact', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='contracts', to='audit.artifact')),
-                ('previous', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='next_versions', to='audit.contract')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.CharField(max_length=128, verbose_name="contract id")),
+                ("title", models.CharField(blank=True, default="", max_length=300)),
+                ("domain", models.CharField(blank=True, default="", max_length=200)),
+                ("version", models.PositiveIntegerField(default=1)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("draft", "Draft"),
+                            ("in_review", "In review"),
+                            ("audited", "Audited"),
+                        ],
+                        default="draft",
+                        max_length=20,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "artifact",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="contracts",
+                        to="audit.artifact",
+                    ),
+                ),
+                (
+                    "previous",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="next_versions",
+                        to="audit.contract",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['key', '-version'],
+                "ordering": ["key", "-version"],
             },
         ),
         migrations.CreateModel(
-            name='AuditRecord',
+            name="AuditRecord",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('action', models.CharField(max_length=50)),
-                ('object_type', models.CharField(max_length=30)),
-                ('object_id', models.CharField(blank=True, default='', max_length=128)),
-                ('before', models.JSONField(blank=True, null=True)),
-                ('after', models.JSONField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('contract', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='records', to='audit.contract')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("action", models.CharField(max_length=50)),
+                ("object_type", models.CharField(max_length=30)),
+                ("object_id", models.CharField(blank=True, default="", max_length=128)),
+                ("before", models.JSONField(blank=True, null=True)),
+                ("after", models.JSONField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "contract",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="records",
+                        to="audit.contract",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-pk'],
+                "ordering": ["-created_at", "-pk"],
             },
         ),
         migrations.CreateModel(
-            name='Membership',
+            name="Membership",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(choices=[('annotator', 'Annotator'), ('reviewer', 'Reviewer'), ('admin', 'Admin')], max_length=20)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[
+                            ("annotator", "Annotator"),
+                            ("reviewer", "Reviewer"),
+                            ("admin", "Admin"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="memberships",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Node',
+            name="Node",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('node_id', models.CharField(max_length=128, verbose_name='id')),
-                ('type', models.CharField(choices=[('intent', 'Intent'), ('action', 'Action'), ('decision', 'Decision'), ('branch_condition', 'Branch condition'), ('output_requirement', 'Output requirement'), ('refusal', 'Refusal'), ('validation', 'Validation')], max_length=30)),
-                ('label', models.CharField(max_length=500)),
-                ('description', models.TextField(blank=True, default='')),
-                ('required', models.BooleanField(default=True)),
-                ('explicit', models.BooleanField(default=False)),
-                ('combine', models.CharField(choices=[('all', 'all'), ('any', 'any')], default='all', max_length=3)),
-                ('meta', models.JSONField(blank=True, default=dict)),
-                ('position', models.PositiveIntegerField(default=0)),
-                ('review_status', models.CharField(choices=[('proposed', 'Proposed'), ('confirmed', 'Confirmed'), ('edited', 'Edited'), ('rejected', 'Rejected')], default='proposed', max_length=20)),
-                ('proposer', models.CharField(blank=True, default='', max_length=200)),
-                ('score', models.FloatField(blank=True, null=True)),
-                ('justification', models.TextField(blank=True, default='')),
-                ('version', models.PositiveIntegerField(default=1)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('contract', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='nodes', to='audit.contract')),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='children', to='audit.node')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("node_id", models.CharField(max_length=128, verbose_name="id")),
+                (
+                    "type",
+                    models.CharField(
+                        choices=[
+                            ("intent", "Intent"),
+                            ("action", "Action"),
+                            ("decision", "Decision"),
+                            ("branch_condition", "Branch condition"),
+                            ("output_requirement", "Output requirement"),
+                            ("refusal", "Refusal"),
+                            ("validation", "Validation"),
+                        ],
+                        max_length=30,
+                    ),
+                ),
+                ("label", models.CharField(max_length=500)),
+                ("description", models.TextField(blank=True, default="")),
+                ("required", models.BooleanField(default=True)),
+                ("explicit", models.BooleanField(default=False)),
+                (
+                    "combine",
+                    models.CharField(
+                        choices=[("all", "all"), ("any", "any")], default="all", max_length=3
+                    ),
+                ),
+                ("meta", models.JSONField(blank=True, default=dict)),
+                ("position", models.PositiveIntegerField(default=0)),
+                (
+                    "review_status",
+                    models.CharField(
+                        choices=[
+                            ("proposed", "Proposed"),
+                            ("confirmed", "Confirmed"),
+                            ("edited", "Edited"),
+                            ("rejected", "Rejected"),
+                        ],
+                        default="proposed",
+                        max_length=20,
+                    ),
+                ),
+                ("proposer", models.CharField(blank=True, default="", max_length=200)),
+                ("score", models.FloatField(blank=True, null=True)),
+                ("justification", models.TextField(blank=True, default="")),
+                ("version", models.PositiveIntegerField(default=1)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "contract",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="nodes",
+                        to="audit.contract",
+                    ),
+                ),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="children",
+                        to="audit.node",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['position', 'pk'],
+                "ordering": ["position", "pk"],
             },
         ),
         migrations.CreateModel(
-            name='Invariant',
+            name="Invariant",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('inv_id', models.CharField(max_length=128, verbose_name='id')),
-                ('label', models.CharField(max_length=500)),
-                ('description', models.TextField(blank=True, default='')),
-                ('machine_check', models.JSONField(blank=True, null=True, verbose_name='check')),
-                ('position', models.PositiveIntegerField(default=0)),
-                ('version', models.PositiveIntegerField(default=1)),
-                ('contract', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='invariants', to='audit.contract')),
-                ('applies_to', models.ManyToManyField(blank=True, related_name='invariants', to='audit.node')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("inv_id", models.CharField(max_length=128, verbose_name="id")),
+                ("label", models.CharField(max_length=500)),
+                ("description", models.TextField(blank=True, default="")),
+                ("machine_check", models.JSONField(blank=True, null=True, verbose_name="check")),
+                ("position", models.PositiveIntegerField(default=0)),
+                ("version", models.PositiveIntegerField(default=1)),
+                (
+                    "contract",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="invariants",
+                        to="audit.contract",
+                    ),
+                ),
+                (
+                    "applies_to",
+                    models.ManyToManyField(blank=True, related_name="invariants", to="audit.node"),
+                ),
             ],
             options={
-                'ordering': ['position', 'pk'],
+                "ordering": ["position", "pk"],
             },
         ),
         migrations.CreateModel(
-            name='Edge',
+            name="Edge",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('requires', 'requires'), ('enables', 'enables'), ('branches_to', 'branches_to'), ('produces', 'produces')], max_length=20)),
-                ('position', models.PositiveIntegerField(default=0)),
-                ('proposer', models.CharField(blank=True, default='', max_length=200)),
-                ('contract', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='edges', to='audit.contract')),
-                ('source', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='out_edges', to='audit.node')),
-                ('target', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='in_edges', to='audit.node')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("requires", "requires"),
+                            ("enables", "enables"),
+                            ("branches_to", "branches_to"),
+                            ("produces", "produces"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("position", models.PositiveIntegerField(default=0)),
+                ("proposer", models.CharField(blank=True, default="", max_length=200)),
+                (
+                    "contract",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="edges",
+                        to="audit.contract",
+                    ),
+                ),
+                (
+                    "source",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="out_edges",
+                        to="audit.node",
+                    ),
+                ),
+                (
+                    "target",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="in_edges",
+                        to="audit.node",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['position', 'pk'],
+                "ordering": ["position", "pk"],
             },
         ),
         migrations.CreateModel(
-            name='Project',
+            name="Project",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('slug', models.SlugField(max_length=100, unique=True)),
-                ('description', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('members', models.ManyToManyField(related_name='projects', through='audit.Membership', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("slug", models.SlugField(max_length=100, unique=True)),
+                ("description", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "members",
+                    models.ManyToManyField(
+                        related_name="projects",
+                        through="audit.Membership",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.AddField(
-            model_name='membership',
-            name='project',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to='audit.project'),
+            model_name="membership",
+            name="project",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="memberships",
+                to="audit.project",
+            ),
         ),
         migrations.AddField(
-            model_name='contract',
-            name='project',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='contracts', to='audit.project'),
+            model_name="contract",
+            name="project",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="contracts",
+                to="audit.project",
+            ),
         ),
         migrations.AddField(
-            model_name='artifact',
-            name='project',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='artifacts', to='audit.project'),
+            model_name="artifact",
+            name="project",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="artifacts",
+                to="audit.project",
+            ),
         ),
         migrations.CreateModel(
-            name='ProposalRun',
+            name="ProposalRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('proposer', models.CharField(default='heuristic', max_length=100)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], default='queued', max_length=20)),
-                ('created_nodes', models.PositiveIntegerField(default=0)),
-                ('created_edges', models.PositiveIntegerField(default=0)),
-                ('error', models.TextField(blank=True, default='')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('contract', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='proposal_runs', to='audit.contract')),
-                ('requested_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("proposer", models.CharField(default="heuristic", max_length=100)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("done", "Done"),
+                            ("failed", "Failed"),
+                        ],
+                        default="queued",
+                        max_length=20,
+                    ),
+                ),
+                ("created_nodes", models.PositiveIntegerField(default=0)),
+                ("created_edges", models.PositiveIntegerField(default=0)),
+                ("error", models.TextField(blank=True, default="")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "contract",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="proposal_runs",
+                        to="audit.contract",
+                    ),
+                ),
+                (
+                    "requested_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-pk'],
+                "ordering": ["-created_at", "-pk"],
             },
         ),
         migrations.CreateModel(
-            name='Query',
+            name="Query",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('query_id', models.CharField(max_length=128, verbose_name='id')),
-                ('text', models.TextField()),
-                ('intents', models.JSONField(blank=True, default=list)),
-                ('branches', models.JSONField(blank=True, default=dict)),
-                ('position', models.PositiveIntegerField(default=0)),
-                ('contract', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='queries', to='audit.contract')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("query_id", models.CharField(max_length=128, verbose_name="id")),
+                ("text", models.TextField()),
+                ("intents", models.JSONField(blank=True, default=list)),
+                ("branches", models.JSONField(blank=True, default=dict)),
+                ("position", models.PositiveIntegerField(default=0)),
+                (
+                    "contract",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="queries",
+                        to="audit.contract",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'queries',
-                'ordering': ['position', 'pk'],
+                "verbose_name_plural": "queries",
+                "ordering": ["position", "pk"],
             },
         ),
         migrations.CreateModel(
-            name='Span',
+            name="Span",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('start', models.PositiveIntegerField()),
-                ('end', models.PositiveIntegerField()),
-                ('position', models.PositiveIntegerField(default=0)),
-                ('invariant', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='spans', to='audit.invariant')),
-                ('node', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='spans', to='audit.node')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("start", models.PositiveIntegerField()),
+                ("end", models.PositiveIntegerField()),
+                ("position", models.PositiveIntegerField(default=0)),
+                (
+                    "invariant",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="spans",
+                        to="audit.invariant",
+                    ),
+                ),
+                (
+                    "node",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="spans",
+                        to="audit.node",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['position', 'pk'],
+                "ordering": ["position", "pk"],
             },
         ),
         migrations.AddConstraint(
-            model_name='node',
-            constraint=models.UniqueConstraint(fields=('contract', 'node_id'), name='node_unique_id'),
+            model_name="node",
+            constraint=models.UniqueConstraint(
+                fields=("contract", "node_id"), name="node_unique_id"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='node',
-            constraint=models.CheckConstraint(condition=models.Q(('type__in', ['intent', 'action', 'decision', 'branch_condition', 'output_requirement', 'refusal', 'validation'])), name='node_type_valid'),
+            model_name="node",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    (
+                        "type__in",
+                        [
+                            "intent",
+                            "action",
+                            "decision",
+                            "branch_condition",
+                            "output_requirement",
+                            "refusal",
+                            "validation",
+                        ],
+                    )
+                ),
+                name="node_type_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='node',
-            constraint=models.CheckConstraint(condition=models.Q(('review_status__in', ['proposed', 'confirmed', 'edited', 'rejected'])), name='node_status_valid'),
+            model_name="node",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("review_status__in", ["proposed", "confirmed", "edited", "rejected"])
+                ),
+                name="node_status_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='node',
-            constraint=models.CheckConstraint(condition=models.Q(('combine__in', ['all', 'any'])), name='node_combine_valid'),
+            model_name="node",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("combine__in", ["all", "any"])), name="node_combine_valid"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='node',
-            constraint=models.CheckConstraint(condition=models.Q(('parent', models.F('pk')), _negated=True), name='node_not_own_parent'),
+            model_name="node",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("parent", models.F("pk")), _negated=True),
+                name="node_not_own_parent",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='invariant',
-            constraint=models.UniqueConstraint(fields=('contract', 'inv_id'), name='invariant_unique_id'),
+            model_name="invariant",
+            constraint=models.UniqueConstraint(
+                fields=("contract", "inv_id"), name="invariant_unique_id"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='edge',
-            constraint=models.UniqueConstraint(fields=('contract', 'source', 'target', 'kind'), name='edge_unique'),
+            model_name="edge",
+            constraint=models.UniqueConstraint(
+                fields=("contract", "source", "target", "kind"), name="edge_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='edge',
-            constraint=models.CheckConstraint(condition=models.Q(('kind__in', ['requires', 'enables', 'branches_to', 'produces'])), name='edge_kind_valid'),
+            model_name="edge",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("kind__in", ["requires", "enables", "branches_to", "produces"])
+                ),
+                name="edge_kind_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='edge',
-            constraint=models.CheckConstraint(condition=models.Q(('source', models.F('target')), _negated=True), name='edge_not_self_loop'),
+            model_name="edge",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("source", models.F("target")), _negated=True),
+                name="edge_not_self_loop",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='membership',
-            constraint=models.UniqueConstraint(fields=('project', 'user'), name='membership_unique_user'),
+            model_name="membership",
+            constraint=models.UniqueConstraint(
+                fields=("project", "user"), name="membership_unique_user"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='membership',
-            constraint=models.CheckConstraint(condition=models.Q(('role__in', ['annotator', 'reviewer', 'admin'])), name='membership_role_valid'),
+            model_name="membership",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("role__in", ["annotator", "reviewer", "admin"])),
+                name="membership_role_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='contract',
-            constraint=models.UniqueConstraint(fields=('project', 'key', 'version'), name='contract_unique_version'),
+            model_name="contract",
+            constraint=models.UniqueConstraint(
+                fields=("project", "key", "version"), name="contract_unique_version"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='contract',
-            constraint=models.CheckConstraint(condition=models.Q(('version__gte', 1)), name='contract_version_positive'),
+            model_name="contract",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("version__gte", 1)), name="contract_version_positive"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='contract',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['draft', 'in_review', 'audited'])), name='contract_status_valid'),
+            model_name="contract",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["draft", "in_review", "audited"])),
+                name="contract_status_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='query',
-            constraint=models.UniqueConstraint(fields=('contract', 'query_id'), name='query_unique_id'),
+            model_name="query",
+            constraint=models.UniqueConstraint(
+                fields=("contract", "query_id"), name="query_unique_id"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='span',
-            constraint=models.CheckConstraint(condition=models.Q(('start__lt', models.F('end'))), name='span_start_before_end'),
+            model_name="span",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("start__lt", models.F("end"))), name="span_start_before_end"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='span',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('node__isnull', False), ('invariant__isnull', True)), models.Q(('node__isnull', True), ('invariant__isnull', False)), _connector='OR'), name='span_has_one_owner'),
+            model_name="span",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("node__isnull", False), ("invariant__isnull", True)),
+                    models.Q(("node__isnull", True), ("invariant__isnull", False)),
+                    _connector="OR",
+                ),
+                name="span_has_one_owner",
+            ),
         ),
     ]

@@ -1,0 +1,105 @@
+"""Load demo data: every suite contract into a demo project, and one demo user per role.
+
+Contracts come from fixtures/suite/contracts/*.json if that folder exists, else from
+fixtures/clean/contracts/*.json, plus fixtures/demo/*.json (always there). Running it
+again changes nothing: a contract already loaded with the same document is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from audit import services
+from audit.models import Contract, Membership, Project, Role
+from matching.propose import propose_heuristic
+
+DRAFT_KEY = "refund-mini-draft"  # the same artifact, as heuristic proposals to review
+DEMO_USERS = [
+    ("annotator", Role.ANNOTATOR, "annotate-demo"),
+    ("reviewer", Role.REVIEWER, "review-demo"),
+    ("admin", Role.ADMIN, "admin-demo"),
+]
+
+
+def demo_files(base: Path) -> list[Path]:
+    suite = base / "fixtures" / "suite" / "contracts"
+    clean = base / "fixtures" / "clean" / "contracts"
+    folder = suite if suite.is_dir() and any(suite.glob("*.json")) else clean
+    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    return files + sorted((base / "fixtures" / "demo").glob("*.json"))
+
+
+class Command(BaseCommand):
+    help = "Load the demo project, its contracts and one demo user per role (idempotent)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--base", default=str(settings.BASE_DIR), help="project root")
+
+    def handle(self, *args, base, **options):
+        User = get_user_model()
+        with transaction.atomic():
+            project, _ = Project.objects.get_or_create(
+                slug="demo",
+                defaults={
+                    "name": "Demo project",
+                    "description": "The controlled-suite contracts, ready to audit.",
+                },
+            )
+            for username, role, password in DEMO_USERS:
+                user, created = User.objects.get_or_create(username=username)
+                if created:
+                    user.set_password(password)
+                    user.is_staff = role == Role.ADMIN
+                    user.is_superuser = role == Role.ADMIN
+                    user.save()
+                Membership.objects.update_or_create(
+                    project=project, user=user, defaults={"role": role}
+                )
+        admin = User.objects.get(username="admin")
+        loaded = skipped = 0
+        for path in demo_files(Path(base)):
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            latest = (
+                Contract.objects.filter(project=project, key=doc.get("id"))
+                .order_by("-version")
+                .first()
+            )
+            if latest is not None:
+                skipped += 1
+                continue
+            try:
+                services.contract_import(
+                    project=project, user=admin, source=path.read_bytes(), file=path.name
+                )
+            except services.ServiceError as exc:
+                self.stderr.write(self.style.WARNING(f"skipped {path.name}: {exc}"))
+                continue
+            loaded += 1
+        if not Contract.objects.filter(project=project, key=DRAFT_KEY).exists():
+            source = json.loads((Path(base) / "fixtures" / "demo" / "refund-mini.json").read_text())
+            draft = services.contract_create(
+                project=project,
+                user=admin,
+                key=DRAFT_KEY,
+                title="Refunds and returns (to annotate)",
+                text=source["artifact"]["text"],
+                media_type=source["artifact"].get("media_type", ""),
+            )
+            services.contract_apply_proposals(
+                contract=draft, user=admin, proposals=propose_heuristic(draft.artifact.text)
+            )
+            loaded += 1
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Demo project ready: {loaded} contract(s) loaded, {skipped} already there."
+            )
+        )
+        self.stdout.write("Sign in at http://127.0.0.1:8000/login/ as one of:")
+        for username, role, password in DEMO_USERS:
+            self.stdout.write(f"  {role.label:<10} {username} / {password}")

@@ -1,0 +1,224 @@
+// The audit workspace: selection, highlights, the text-selection toolbar and the keyboard.
+// Everything that changes data goes through htmx (POST with the CSRF header); this file
+// only moves focus and highlights around.
+(() => {
+  "use strict";
+  const ws = document.getElementById("ws");
+  if (!ws) return;
+  const canEdit = ws.dataset.canEdit === "1";
+  const $ = (sel, root = document) => root.querySelector(sel);
+  const $$ = (sel, root = document) => Array.from(root.querySelectorAll(sel));
+  const esc = (id) => id.replace(/["\\]/g, "\\$&");
+  let current = ($("#ws-detail") || {}).dataset?.node || null;
+  let tab = "audit";
+  let selection = null; // {start, end} in code points of the artifact
+
+  // ---- CSRF for every htmx request (also htmx.ajax calls from this file)
+  const csrf = JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"];
+  document.body.addEventListener("htmx:configRequest", (e) => {
+    if (csrf) e.detail.headers["X-CSRFToken"] = csrf;
+  });
+
+  // ---- selection of a node: outline item + every highlight of its evidence
+  function visible(el, container) {
+    const r = el.getBoundingClientRect();
+    const c = container.getBoundingClientRect();
+    return r.top >= c.top && r.bottom <= c.bottom;
+  }
+  function highlight(id, scroll) {
+    $$(".is-sel").forEach((el) => el.classList.remove("is-sel"));
+    current = id || null;
+    if (!current) return;
+    const marks = $$(`#ws-text [data-n~="${esc(current)}"]`);
+    marks.forEach((m) => m.classList.add("is-sel"));
+    const item = $(`#ws-outline li[data-node="${esc(current)}"]`);
+    if (item) item.classList.add("is-sel");
+    if (scroll) {
+      const doc = $("#doc-scroll");
+      if (marks[0] && !visible(marks[0], doc)) marks[0].scrollIntoView({ block: "center", behavior: "smooth" });
+      const list = $(".ws-outline");
+      if (item && list && !visible(item, list)) item.scrollIntoView({ block: "nearest" });
+    }
+  }
+  function openNode(id) {
+    const link = $(`#ws-outline a[data-node="${esc(id)}"]`);
+    if (link) link.click();
+  }
+
+  // ---- tabs of the side panel
+  function applyTab() {
+    $$(".tab").forEach((t) => t.classList.toggle("is-active", t.dataset.tab === tab));
+    $$(".tab-panel").forEach((p) => { p.hidden = p.dataset.panel !== tab; });
+  }
+  document.addEventListener("click", (e) => {
+    const t = e.target.closest(".tab");
+    if (t) { tab = t.dataset.tab; applyTab(); }
+  });
+
+  // ---- after every swap: keep the selection, the tab and the URL in step
+  document.body.addEventListener("htmx:afterSettle", (e) => {
+    const detail = $("#ws-detail");
+    const id = detail ? detail.dataset.node : null;
+    const moved = id && id !== current;
+    if (id || e.detail.target?.id === "ws-detail") highlight(id || null, moved);
+    else highlight(current, false);
+    applyTab();
+    if (id) history.replaceState(null, "", `?node=${encodeURIComponent(id)}`);
+    applyFilter();
+  });
+
+  // ---- clicking a highlight opens its most specific node
+  $("#doc-scroll").addEventListener("click", (e) => {
+    if (!window.getSelection().isCollapsed) return;
+    const mark = e.target.closest("[data-p]");
+    if (mark && !mark.dataset.p.startsWith("inv:")) openNode(mark.dataset.p);
+    else if (mark) { tab = "invariants"; applyTab(); }
+  });
+  // jump from a quote in the node panel to its place in the text
+  document.addEventListener("click", (e) => {
+    const jump = e.target.closest("[data-jump]");
+    if (!jump) return;
+    e.preventDefault();
+    const seg = $(`#ws-text [data-s="${jump.dataset.jump}"]`);
+    if (seg) {
+      seg.scrollIntoView({ block: "center", behavior: "smooth" });
+      seg.classList.add("flash");
+      setTimeout(() => seg.classList.remove("flash"), 1200);
+    }
+  });
+
+  // ---- text selection → code-point offsets → toolbar
+  const cpLen = (s) => { let n = 0; for (const _ of s) n++; return n; };
+  function offsetOf(node, off) {
+    const text = $("#ws-text");
+    if (node === text) {
+      const kids = text.children;
+      if (off >= kids.length) return null; // end of text: handled by caller
+      return +kids[off].dataset.s;
+    }
+    const el = node.nodeType === Node.TEXT_NODE ? node.parentElement : node;
+    const seg = el.closest("[data-s]");
+    if (!seg || !text.contains(seg)) return null;
+    const base = +seg.dataset.s;
+    if (node.nodeType === Node.TEXT_NODE) return base + cpLen(node.data.slice(0, off));
+    return off === 0 ? base : base + cpLen(seg.textContent);
+  }
+  function readSelection() {
+    const sel = window.getSelection();
+    const text = $("#ws-text");
+    if (!sel || sel.isCollapsed || sel.rangeCount === 0) return null;
+    const r = sel.getRangeAt(0);
+    if (!text.contains(r.startContainer) || !text.contains(r.endContainer)) return null;
+    const total = cpLen(text.textContent);
+    let start = offsetOf(r.startContainer, r.startOffset);
+    let end = offsetOf(r.endContainer, r.endOffset);
+    if (end === null) end = total;
+    if (start === null || start >= end) return null;
+    return { start, end, rect: r.getBoundingClientRect() };
+  }
+  const toolbar = $("#sel-toolbar");
+  function showToolbar() {
+    selection = readSelection();
+    if (!selection || !canEdit) { toolbar.hidden = true; return; }
+    const ev = $('[data-sel="evidence"]', toolbar);
+    ev.disabled = !$("#ws-detail")?.dataset.pk;
+    toolbar.hidden = false;
+    const r = selection.rect;
+    const top = r.top > 60 ? r.top - toolbar.offsetHeight - 8 : r.bottom + 8;
+    toolbar.style.top = `${Math.max(8, top)}px`;
+    toolbar.style.left = `${Math.max(8, Math.min(window.innerWidth - toolbar.offsetWidth - 8, r.left))}px`;
+  }
+  document.addEventListener("mouseup", (e) => {
+    if (toolbar.contains(e.target)) return;
+    setTimeout(showToolbar, 0);
+  });
+  document.addEventListener("selectionchange", () => {
+    if (window.getSelection().isCollapsed) toolbar.hidden = true;
+  });
+  function selAction(kind) {
+    if (!selection) selection = readSelection();
+    if (!selection || !canEdit) return false;
+    const { start, end } = selection;
+    const target = { target: "#ws-detail", swap: "outerHTML" };
+    if (kind === "node") {
+      htmx.ajax("GET", `${ws.dataset.newUrl}?start=${start}&end=${end}`, target);
+    } else if (kind === "invariant") {
+      htmx.ajax("GET", `${ws.dataset.invUrl}?start=${start}&end=${end}`, target);
+    } else {
+      const pk = $("#ws-detail")?.dataset.pk;
+      if (!pk) return false;
+      const url = ws.dataset.evidenceUrl.replace("/nodes/0/", `/nodes/${pk}/`);
+      htmx.ajax("POST", url, { ...target, values: { start, end } });
+    }
+    toolbar.hidden = true;
+    window.getSelection().removeAllRanges();
+    selection = null;
+    return true;
+  }
+  toolbar.addEventListener("click", (e) => {
+    const b = e.target.closest("[data-sel]");
+    if (b) selAction(b.dataset.sel);
+  });
+
+  // ---- outline filter
+  const filter = $("#outline-filter");
+  function applyFilter() {
+    const q = (filter.value || "").trim().toLowerCase();
+    $$("#ws-outline li.ol-item").forEach((li) => {
+      li.hidden = q !== "" && !li.textContent.toLowerCase().includes(q) && !li.dataset.node.toLowerCase().includes(q);
+    });
+  }
+  filter.addEventListener("input", applyFilter);
+
+  // ---- keyboard
+  const help = $("#help");
+  const toggleHelp = (show) => { help.hidden = show === undefined ? !help.hidden : !show; };
+  document.addEventListener("click", (e) => {
+    if (e.target.closest("[data-help]")) toggleHelp(true);
+    else if (e.target.closest("[data-help-close]") || e.target === help) toggleHelp(false);
+  });
+  function move(step, onlyProposed) {
+    const items = $$("#ws-outline li.ol-item").filter((li) => !li.hidden);
+    if (!items.length) return;
+    let i = items.findIndex((li) => li.dataset.node === current);
+    for (let n = 0; n < items.length; n++) {
+      i = i < 0 ? (step > 0 ? 0 : items.length - 1) : (i + step + items.length) % items.length;
+      if (!onlyProposed || items[i].classList.contains("s-proposed")) {
+        openNode(items[i].dataset.node);
+        return;
+      }
+    }
+  }
+  function press(key) {
+    const b = $(`#ws-detail [data-key="${key}"]`);
+    if (b && !b.disabled) b.click();
+  }
+  document.addEventListener("keydown", (e) => {
+    if (e.metaKey || e.ctrlKey || e.altKey) return;
+    if (e.target.closest("input, textarea, select, [contenteditable]")) {
+      if (e.key === "Escape") e.target.blur();
+      return;
+    }
+    switch (e.key) {
+      case "j": move(1); break;
+      case "k": move(-1); break;
+      case "p": move(1, true); break;
+      case "c": press("c"); break;
+      case "r": press("r"); break;
+      case "e": press("e"); break;
+      case "n": if (!selAction("node")) return; break;
+      case "a": if (!selAction("evidence")) return; break;
+      case "?": toggleHelp(); break;
+      case "Escape":
+        if (!help.hidden) toggleHelp(false);
+        else if (!toolbar.hidden) toolbar.hidden = true;
+        else { const cancel = $("#ws-detail [data-cancel]"); if (cancel) cancel.click(); else return; }
+        break;
+      default: return;
+    }
+    e.preventDefault();
+  });
+
+  applyTab();
+  highlight(current, true);
+})();
