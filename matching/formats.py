@@ -148,7 +148,8 @@ def _document(
         raise ContractEvalError(
             f"wrong format {given!r}: expected {fmt!r}", file=file, path="$.format", rule="format"
         )
-    check_schema(data, FORMATS[fmt], file=file)
+    # The schemas require "format"; an embedded document may leave it out.
+    check_schema(data if given else {**data, "format": fmt}, FORMATS[fmt], file=file)
     return data, file
 
 
