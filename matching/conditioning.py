@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from .errors import ContractEvalError
@@ -38,6 +39,42 @@ class Expected:
     pruned: list[str]
     required: list[str]
     inactive: dict[str, str] = field(default_factory=dict)
+
+    @cached_property
+    def preorder(self) -> list[str]:
+        """Active nodes, parents before children (children in declaration order)."""
+        c, active = self.contract, self.active
+        out: list[str] = []
+        stack = [n for n in reversed(self.nodes) if c.by_id[n].parent not in active]
+        while stack:
+            n = stack.pop()
+            out.append(n)
+            stack.extend(k for k in reversed(c.children[n]) if k in active)
+        return out
+
+    @cached_property
+    def active_children(self) -> dict[str, list[str]]:
+        c, active = self.contract, self.active
+        return {n: [k for k in c.children[n] if k in active] for n in self.nodes}
+
+    def subtree(self, root: str, *, include_self: bool = True) -> list[str]:
+        """``root`` and its declared descendants (active or not), pre-order; cached."""
+        key = (root, include_self)
+        cache = self._subtrees
+        if key not in cache:
+            c = self.contract
+            out = [root] if include_self else []
+            stack = list(reversed(c.children[root]))
+            while stack:
+                n = stack.pop()
+                out.append(n)
+                stack.extend(reversed(c.children[n]))
+            cache[key] = out
+        return cache[key]
+
+    @cached_property
+    def _subtrees(self) -> dict[tuple[str, bool], list[str]]:
+        return {}
 
     def to_dict(self) -> dict[str, Any]:
         return {

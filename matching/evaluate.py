@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+import fastjsonschema
 import jsonschema
 
 from .conditioning import Expected, condition
@@ -111,8 +112,7 @@ def evaluate_detailed(expected: Expected, observed: Observed, *, mode: str = "to
     m = align(expected, observed, mode=mode)
     c = expected.contract
     ids = c.by_id
-    active = expected.active
-    kids = {n: [k for k in c.children[n] if k in active] for n in expected.nodes}
+    kids = expected.active_children
     steps = {o.id: o.step for o in m.kept}
     last = max(steps.values(), default=-1)
 
@@ -128,7 +128,7 @@ def evaluate_detailed(expected: Expected, observed: Observed, *, mode: str = "to
 
     # -- derived, bottom-up (children before parents: reverse pre-order)
     derived: set[str] = set()
-    for n in reversed(_preorder(c, expected)):
+    for n in reversed(expected.preorder):
         node = ids[n]
         if n in direct or node.checked_output:
             continue
@@ -192,7 +192,7 @@ def evaluate_detailed(expected: Expected, observed: Observed, *, mode: str = "to
     for d in expected.decisions:
         if d not in m.wrong_branch:
             continue
-        inside = [d, *_subtree(c, expected.decisions[d])]
+        inside = [d, *expected.subtree(expected.decisions[d])]
         missing = [
             x
             for x in inside
@@ -219,7 +219,7 @@ def evaluate_detailed(expected: Expected, observed: Observed, *, mode: str = "to
         if n in folded:
             status[n] = "folded"
             continue
-        if any(x in unsat for x in _subtree(c, n, include_self=False) if x in req_set):
+        if any(x in unsat for x in expected.subtree(n, include_self=False) if x in req_set):
             status[n] = "unsatisfied"
             continue
         status[n] = "omitted"
@@ -247,7 +247,7 @@ def evaluate_detailed(expected: Expected, observed: Observed, *, mode: str = "to
         if edge.kind == "branches_to":
             if u in direct:
                 end_u = pos[u][1]
-                early = [x for x in _subtree(c, v) if x in direct and pos[x][0] < end_u]
+                early = [x for x in expected.subtree(v) if x in direct and pos[x][0] < end_u]
                 if early:
                     bad = (
                         f"{early[0]!r} (step {pos[early[0]][0]}) acts on outcome {v!r} before"
@@ -299,7 +299,7 @@ def evaluate_detailed(expected: Expected, observed: Observed, *, mode: str = "to
     paired_obs = set(m.paired_observed)
     decisions_ok = [
         1.0
-        if d not in m.wrong_branch and any(x in direct for x in _subtree(c, expected.decisions[d]))
+        if d not in m.wrong_branch and any(x in direct for x in expected.subtree(expected.decisions[d]))
         else 0.0
         for d in expected.decisions
     ]
@@ -348,27 +348,6 @@ def _ratio(num: float, den: int) -> float | None:
 
 def _hull(pos: dict[str, tuple[int, int]], nodes: list[str]) -> tuple[int, int]:
     return min(pos[k][0] for k in nodes), max(pos[k][1] for k in nodes)
-
-
-def _preorder(c: Contract, expected: Expected) -> list[str]:
-    active = expected.active
-    out: list[str] = []
-    stack = [n for n in reversed(expected.nodes) if c.by_id[n].parent not in active]
-    while stack:
-        n = stack.pop()
-        out.append(n)
-        stack.extend(k for k in reversed(c.children[n]) if k in active)
-    return out
-
-
-def _subtree(c: Contract, root: str, *, include_self: bool = True) -> list[str]:
-    out = [root] if include_self else []
-    stack = list(reversed(c.children[root]))
-    while stack:
-        n = stack.pop()
-        out.append(n)
-        stack.extend(reversed(c.children[n]))
-    return out
 
 
 # --------------------------------------------------------------------------- checks
@@ -433,6 +412,14 @@ def _schema_validator(schema_json: str) -> jsonschema.protocols.Validator:
     return jsonschema.Draft202012Validator(json.loads(schema_json))
 
 
+@cache
+def _fast_validator(schema_json: str) -> Any:
+    try:
+        return fastjsonschema.compile(json.loads(schema_json))
+    except Exception:  # a schema the compiler does not support: use jsonschema alone
+        return None
+
+
 def _check_output(node: Node, output: str | None) -> str | None:
     """``None`` when the output passes the node's check, else why it fails."""
     if output is None:
@@ -442,8 +429,16 @@ def _check_output(node: Node, output: str | None) -> str | None:
             value = json.loads(output)
         except json.JSONDecodeError as exc:
             return f"{node.id!r}: the output is not JSON ({exc.msg})"
-        v = _schema_validator(json.dumps(node.meta["json_schema"], sort_keys=True))
-        err = jsonschema.exceptions.best_match(v.iter_errors(value))
+        key = json.dumps(node.meta["json_schema"], sort_keys=True)
+        fast = _fast_validator(key)
+        err = None
+        if fast is not None:
+            try:
+                fast(value)
+            except fastjsonschema.JsonSchemaException:
+                err = jsonschema.exceptions.best_match(_schema_validator(key).iter_errors(value))
+        else:
+            err = jsonschema.exceptions.best_match(_schema_validator(key).iter_errors(value))
         if err is not None:
             where = "".join(f"[{p!r}]" for p in err.absolute_path) or "the output"
             return f"{node.id!r}: {where} fails the schema: {err.message}"
