@@ -16,6 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 FILES = [
     ("htmx.org", "dist/htmx.min.js", "htmx.min.js", True),
     ("cytoscape", "dist/cytoscape.min.js", "cytoscape.min.js", False),
+    # The run overlay (static/js/overlay.js): a layered layout for cytoscape.
+    ("dagre", "dist/dagre.min.js", "dagre.min.js", False),
+    ("cytoscape-dagre", "cytoscape-dagre.js", "cytoscape-dagre.js", False),
 ]
 
 
