@@ -250,7 +250,10 @@ class _Doc:
             self.replace(a, b, "")
         first = merged[0][0] if merged else None
         if first is not None and self.kind == "response":
-            self.text = self.text.rstrip(" ") if first >= len(self.text.rstrip(" ")) else self.text
+            if first >= len(self.text.rstrip(" ")):
+                # the removed sentences ended the text: drop the space left before them
+                self.text = self.text.rstrip(" ")
+            first = min(first, len(self.text))
         return first
 
     def insert(self, pos: int, pieces: list[tuple[_N | None, str]]) -> None:
@@ -272,6 +275,7 @@ class _Doc:
                 off += len(chunk)
             return
         sentences = [p[1] for p in pieces]
+        pos = min(pos, len(self.text))  # remove() may have trimmed a trailing space
         at_end = pos >= len(self.text)
         block = (
             (" " if at_end and self.text else "") + " ".join(sentences) + ("" if at_end else " ")
