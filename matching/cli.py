@@ -175,6 +175,107 @@ def cmd_suite(args: argparse.Namespace) -> int:
     return 0
 
 
+def _llm_config() -> Any:
+    from .llm.config import LLMConfig
+
+    try:
+        return LLMConfig.from_env()
+    except ValueError as exc:  # a malformed CONTRACTEVAL_LLM_* value
+        raise UsageError(str(exc)) from None
+
+
+def _llm_summary(usage: dict[str, Any], model: str) -> str:
+    return (
+        f"LLM {model}: {usage['calls']} call(s), {usage['failed_calls']} failed,"
+        f" {usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens,"
+        f" {usage['seconds']:.2f} s waiting\n"
+    )
+
+
+def cmd_judge(args: argparse.Namespace) -> int:
+    """An LLM judge baseline over a suite (ALGORITHMS.md §7); there is no offline judge."""
+    if args.limit is not None and args.limit < 1:
+        raise UsageError("--limit must be at least 1")
+    config = _llm_config()
+    if not config.configured:
+        sys.stderr.write(
+            "contracteval: error: the LLM judges need an LLM endpoint and none is configured"
+            " (set CONTRACTEVAL_LLM_API_KEY or OPENAI_API_KEY, and CONTRACTEVAL_LLM_BASE_URL"
+            " for a server other than OpenAI); there is no offline judge, nothing was run\n"
+        )
+        return 1
+    from .llm.client import LLMClient
+    from .llm.judge import judge_suite
+
+    suite = load_suite(Path(args.suite))
+    client = LLMClient(config)
+    started = time.perf_counter()
+    bar = ProgressBar(f"judge ({args.judge})")
+    results, verdicts = judge_suite(suite, args.judge, client, limit=args.limit, progress=bar)
+    bar.close()
+    seconds = round(time.perf_counter() - started, 3)
+    scores = score(results, locations=False)
+    doc: dict[str, Any] = {
+        "cases": scores.pop("cases"),
+        "mode": "judge",
+        "extractor": "none",
+        "judge": args.judge,
+        "model": config.model,
+    }
+    doc.update(scores)
+    doc["seconds"] = seconds
+    doc["llm"] = client.usage()
+    doc["verdicts"] = verdicts
+    doc["calls"] = [c.to_dict() for c in client.calls]
+    sys.stdout.write(format_table(doc) + "\n")
+    sys.stdout.write(f"{doc['cases']} cases in {seconds:.2f} s\n")
+    sys.stdout.write(_llm_summary(doc["llm"], config.model))
+    if args.json:
+        Path(args.json).write_text(dumps(doc), encoding="utf-8")
+    return 0
+
+
+def cmd_components(args: argparse.Namespace) -> int:
+    """Compiled declared graphs vs the audited ones, extracted vs gold observed nodes."""
+    from .extract import extract_heuristic
+    from .llm.components import declared_study, format_components, observed_study
+    from .propose import propose_heuristic
+
+    if args.limit is not None and args.limit < 1:
+        raise UsageError("--limit must be at least 1")
+    config = _llm_config()
+    suite = load_suite(Path(args.suite))
+    contracts = list(suite.contracts.values())
+    declared = [declared_study(contracts, propose_heuristic, "heuristic")]
+    observed = [observed_study(suite, extract_heuristic, "heuristic", limit=args.limit)]
+    doc: dict[str, Any] = {"suite": str(args.suite), "llm": None}
+    if config.configured:
+        from .llm.client import LLMClient
+        from .llm.extractor import LLMExtractor
+        from .llm.proposer import propose_llm
+
+        client = LLMClient(config)
+        name = f"llm:{config.model}"
+        declared.append(declared_study(contracts, lambda t: propose_llm(t, client=client), name))
+        observed.append(observed_study(suite, LLMExtractor(client=client), name, limit=args.limit))
+        doc["llm"] = client.usage()
+    else:
+        warnings.warn(
+            "no LLM endpoint configured (set CONTRACTEVAL_LLM_API_KEY or OPENAI_API_KEY):"
+            " only the offline heuristic proposer and extractor were run; no LLM row is reported",
+            FallbackWarning,
+            stacklevel=1,
+        )
+    doc["declared"] = [r.to_dict() for r in declared]
+    doc["observed"] = [r.to_dict() for r in observed]
+    sys.stdout.write(format_components(declared, observed) + "\n")
+    if doc["llm"] is not None:
+        sys.stdout.write(_llm_summary(doc["llm"], config.model))
+    if args.json:
+        Path(args.json).write_text(dumps(doc), encoding="utf-8")
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from . import bench  # type: ignore[attr-defined,unused-ignore]
 
@@ -235,6 +336,21 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", metavar="OUT.json")
     s.add_argument("--jobs", type=int, default=1)
     s.set_defaults(func=cmd_suite)
+
+    s = sub.add_parser("judge", help="score a suite with an LLM judge baseline (needs an LLM)")
+    s.add_argument("suite")
+    s.add_argument(
+        "--judge", required=True, choices=("output", "trace", "trace-checklist", "expected")
+    )
+    s.add_argument("--json", metavar="OUT.json")
+    s.add_argument("--limit", type=int, metavar="N", help="judge the first N cases only")
+    s.set_defaults(func=cmd_judge)
+
+    s = sub.add_parser("components", help="compiled and extracted graphs vs the audited ones")
+    s.add_argument("suite")
+    s.add_argument("--json", metavar="OUT.json")
+    s.add_argument("--limit", type=int, metavar="N", help="the first N clean cases only")
+    s.set_defaults(func=cmd_components)
 
     s = sub.add_parser("bench", help="print engine benchmark figures")
     s.add_argument("rest", nargs=argparse.REMAINDER)

@@ -131,7 +131,7 @@ class LLMClient:
             "failed_calls": sum(1 for c in self.calls if not c.ok),
             "prompt_tokens": sum(c.prompt_tokens for c in self.calls),
             "completion_tokens": sum(c.completion_tokens for c in self.calls),
-            "seconds": round(sum(c.latency for c in self.calls), 3),
+            "seconds": round(sum((c.latency for c in self.calls), 0.0), 3),
         }
 
     def complete_json(
@@ -156,7 +156,7 @@ class LLMClient:
         }
         validator = jsonschema.Draft202012Validator(schema)
         attempt = 0
-        problem = ""
+        problem = content = ""
         for repair in (False, True):
             if repair:
                 # Exactly one repair: show the model its answer and what was wrong.
@@ -185,16 +185,19 @@ class LLMClient:
         attempt: int,
     ) -> tuple[str, int]:
         """One answer's text, retrying transient failures; returns (text, attempt)."""
+        # Plain dicts: the SDK's TypedDict params add nothing the server does not check.
+        request: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": messages,
+            "response_format": response_format,
+            "temperature": 0,
+        }
+        error = ""
         for retry in range(self.config.max_retries + 1):
             attempt += 1
             started = time.perf_counter()
             try:
-                resp = self._openai.chat.completions.create(
-                    model=self.config.model,
-                    messages=messages,  # type: ignore[arg-type]
-                    response_format=response_format,  # type: ignore[arg-type]
-                    temperature=0,
-                )
+                resp = self._openai.chat.completions.create(**request)
             except (openai.APITimeoutError, openai.APIConnectionError) as exc:
                 # APITimeoutError subclasses APIConnectionError; name both for the reader.
                 kind = "timeout" if isinstance(exc, openai.APITimeoutError) else "connection"
@@ -225,13 +228,17 @@ class LLMClient:
                 return (message.content or "") if message else "", attempt
             latency = time.perf_counter() - started
             self.calls.append(
-                CallRecord(purpose, self.config.model, attempt, False, round(latency, 4), error=error)
+                CallRecord(
+                    purpose, self.config.model, attempt, False, round(latency, 4), error=error
+                )
             )
             if not transient:
                 raise LLMError(f"{purpose}: {error}")
             if retry < self.config.max_retries:
                 self.sleep(min(self.config.backoff * 2**retry, MAX_BACKOFF))
-        raise LLMError(f"{purpose}: gave up after {self.config.max_retries + 1} tries; last {error}")
+        raise LLMError(
+            f"{purpose}: gave up after {self.config.max_retries + 1} tries; last {error}"
+        )
 
 
 def _parse(

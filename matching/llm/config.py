@@ -18,7 +18,7 @@ False
 >>> c = LLMConfig.from_env({"CONTRACTEVAL_LLM_API_KEY": "k", "CONTRACTEVAL_LLM_MODEL": "m"})
 >>> (c.configured, c.model, c.base_url)
 (True, 'm', None)
->>> "k" in repr(c)
+>>> "sk-secret" in repr(LLMConfig(api_key="sk-secret"))
 False
 """
 
