@@ -79,10 +79,18 @@ def _touch(contract: Contract) -> None:
     Contract.objects.filter(pk=contract.pk).update(updated_at=timezone.now())
 
 
-def _check_span(contract: Contract, start: int, end: int) -> None:
-    length = len(contract.artifact.text)
-    if not (0 <= start < end <= length):
-        raise ServiceError(f"span [{start}, {end}) is outside the artifact (length {length})")
+def _check_span(contract: Contract, start: int, end: int) -> tuple[int, int]:
+    """``(start, end)`` inside the artifact, without surrounding whitespace."""
+    text = contract.artifact.text
+    if not (0 <= start < end <= len(text)):
+        raise ServiceError(f"span [{start}, {end}) is outside the artifact (length {len(text)})")
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if start == end:
+        raise ServiceError("the selection is only whitespace")
+    return start, end
 
 
 def _next_position(qs) -> int:
@@ -624,7 +632,7 @@ def node_update(*, node: Node, user, data: Mapping[str, Any], expected_version: 
 def node_create(*, contract: Contract, user, data: Mapping[str, Any], start: int, end: int) -> Node:
     """A node written by a person, evidenced by ``[start, end)``; it is *confirmed*."""
     _editable(contract)
-    _check_span(contract, start, end)
+    start, end = _check_span(contract, start, end)
     with transaction.atomic():
         parent = data.get("parent")
         if parent is not None and parent.contract_id != contract.pk:
@@ -655,7 +663,7 @@ def node_create(*, contract: Contract, user, data: Mapping[str, Any], start: int
 
 def node_add_evidence(*, node: Node, user, start: int, end: int) -> Span:
     _editable(node.contract)
-    _check_span(node.contract, start, end)
+    start, end = _check_span(node.contract, start, end)
     with transaction.atomic():
         before = node_snapshot(node)
         span = Span.objects.create(
@@ -780,7 +788,7 @@ def invariant_create(
     *, contract: Contract, user, data: Mapping[str, Any], start: int, end: int
 ) -> Invariant:
     _editable(contract)
-    _check_span(contract, start, end)
+    start, end = _check_span(contract, start, end)
     with transaction.atomic():
         if contract.invariants.filter(inv_id=data["inv_id"]).exists():
             raise ServiceError(f"the invariant id {data['inv_id']!r} is already taken")

@@ -1,0 +1,68 @@
+"""Shared fixtures of the web tests: a project, one user per role, the example contract."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+REFUND_MINI = ROOT / "fixtures" / "demo" / "refund-mini.json"
+PASSWORD = "pw-for-tests-1"
+
+
+def require_service(available: bool, reason: str) -> None:
+    """Skip when a service is missing, unless CONTRACTEVAL_REQUIRE_SERVICES=1 (CI): fail."""
+    if available:
+        return
+    if os.environ.get("CONTRACTEVAL_REQUIRE_SERVICES") == "1":
+        pytest.fail(f"required service missing: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def refund_doc() -> dict:
+    return json.loads(REFUND_MINI.read_text())
+
+
+@pytest.fixture
+def users(django_user_model):
+    return {
+        role: django_user_model.objects.create_user(username=role, password=PASSWORD)
+        for role in ("annotator", "reviewer", "admin", "outsider")
+    }
+
+
+@pytest.fixture
+def project(users):
+    from audit.models import Membership, Project
+
+    project = Project.objects.create(name="Tests", slug="tests")
+    for role in ("annotator", "reviewer", "admin"):
+        Membership.objects.create(project=project, user=users[role], role=role)
+    other = Project.objects.create(name="Elsewhere", slug="elsewhere")
+    Membership.objects.create(project=other, user=users["outsider"], role="admin")
+    return project
+
+
+@pytest.fixture
+def contract(project, users, refund_doc):
+    from audit import services
+
+    return services.contract_import(project=project, user=users["admin"], source=refund_doc)
+
+
+@pytest.fixture
+def login(client, users):
+    def as_role(role: str):
+        client.force_login(users[role])
+        return client
+
+    return as_role
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
