@@ -40,3 +40,18 @@ def test_docstring_examples_run(name: str) -> None:
         module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, report=False
     )
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples of {name} fail"
+
+
+def test_the_benchmark_runs_and_renders_on_tiny_inputs() -> None:
+    from matching import bench
+
+    res = {
+        "machine": bench.machine(),
+        "suite": bench.suite_rows(1, 12, seconds=0.01),
+        "scale": bench.scale_rows([50], repeat=1),
+        "ged": bench.ged_rows([10], timeout=5.0),
+    }
+    assert res["suite"]["oracle_mislabelled"] == 0
+    assert res["ged"][0]["ged_finished"] and res["ged"][0]["agree"] is not None
+    text = bench.render(res)
+    assert "cases/s" in text and "optimize_graph_edit_distance" in text
