@@ -62,7 +62,9 @@ class NodeForm(forms.Form):
     type = forms.ChoiceField(choices=NodeType.choices)
     label = forms.CharField(max_length=500)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    parent = forms.ModelChoiceField(queryset=Node.objects.none(), required=False)
+    parent = forms.ModelChoiceField(
+        queryset=Node.objects.none(), required=False, empty_label="— none (a root) —"
+    )
     required = forms.BooleanField(required=False, initial=True)
     explicit = forms.BooleanField(required=False)
     combine = forms.ChoiceField(choices=Combine.choices, initial=Combine.ALL)

@@ -241,7 +241,7 @@ def contract_import(
     doc = parsed.to_dict()
     with transaction.atomic():
         latest = (
-            Contract.objects.select_for_update()
+            Contract.objects.select_for_update(of=("self",))
             .filter(project=project, key=doc["id"])
             .order_by("-version")
             .first()
@@ -303,7 +303,7 @@ def contract_new_version(*, contract: Contract, user) -> Contract:
     """A draft copy of ``contract`` as the next version (how an audited contract changes)."""
     with transaction.atomic():
         latest = (
-            Contract.objects.select_for_update()
+            Contract.objects.select_for_update(of=("self",))
             .filter(project=contract.project_id, key=contract.key)
             .order_by("-version")
             .first()
@@ -366,7 +366,9 @@ def contract_mark_audited(*, contract: Contract, user) -> Contract:
     _editable(contract)
     with transaction.atomic():
         contract = (
-            Contract.objects.select_for_update().select_related("artifact").get(pk=contract.pk)
+            Contract.objects.select_for_update(of=("self",))
+            .select_related("artifact")
+            .get(pk=contract.pk)
         )
         proposed = contract.nodes.filter(review_status=ReviewStatus.PROPOSED).count()
         if proposed:
@@ -413,7 +415,7 @@ def proposal_run_execute(*, run_id: int) -> ProposalRun:
     """Run a queued proposal run (called by the Celery task)."""
     with transaction.atomic():
         run = (
-            ProposalRun.objects.select_for_update()
+            ProposalRun.objects.select_for_update(of=("self",))
             .select_related("contract__artifact", "requested_by")
             .get(pk=run_id)
         )
@@ -590,7 +592,11 @@ def node_update(*, node: Node, user, data: Mapping[str, Any], expected_version: 
     """Edit a node's fields (``data``: the cleaned form). Marks it *edited*."""
     _editable(node.contract)
     with transaction.atomic():
-        node = Node.objects.select_for_update().select_related("contract__artifact").get(pk=node.pk)
+        node = (
+            Node.objects.select_for_update(of=("self",))
+            .select_related("contract__artifact")
+            .get(pk=node.pk)
+        )
         if node.version != expected_version:
             raise ServiceError(
                 f"{node.node_id} was changed by someone else meanwhile (now version"
