@@ -108,7 +108,9 @@ class EdgeForm(forms.Form):
     DIRECTIONS = [("out", "from this node to"), ("in", "to this node from")]
     direction = forms.ChoiceField(choices=DIRECTIONS, initial="out")
     kind = forms.ChoiceField(choices=EdgeKind.choices)
-    other = forms.ModelChoiceField(queryset=Node.objects.none(), label="node")
+    other = forms.ModelChoiceField(
+        queryset=Node.objects.none(), label="node", empty_label="— choose a node —"
+    )
 
     def __init__(self, *args, contract, node, **kwargs):
         super().__init__(*args, **kwargs)
