@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
@@ -56,6 +57,9 @@ SYSTEM_GUARD = (
 )
 
 Check = Callable[[Any], str | None]
+
+_SHARED: dict[LLMConfig, LLMClient] = {}
+_SHARED_LOCK = threading.Lock()
 
 
 class LLMError(RuntimeError):
@@ -119,6 +123,19 @@ class LLMClient:
             timeout=config.timeout,
             max_retries=0,  # our own retry loop, below
         )
+
+    @classmethod
+    def shared(cls, config: LLMConfig) -> LLMClient:
+        """One client per configuration in this process.
+
+        ``matching.extractors.get_extractor("llm")`` runs once per case in a suite; a
+        shared client keeps the HTTP connection pool and sums the usage of the whole
+        run (read it with ``LLMClient.shared(config).usage()`` afterwards).
+        """
+        with _SHARED_LOCK:
+            if config not in _SHARED:
+                _SHARED[config] = cls(config)
+            return _SHARED[config]
 
     @property
     def model(self) -> str:
@@ -204,7 +221,9 @@ class LLMClient:
                 error = f"{kind} error: {exc}"
                 transient = True
             except openai.APIStatusError as exc:
-                error = f"HTTP {exc.status_code}: {_short(exc.message)}"
+                body = exc.body if isinstance(exc.body, dict) else {}
+                detail = body.get("message") or exc.message  # the server's words, if any
+                error = f"HTTP {exc.status_code}: {_short(str(detail))}"
                 transient = exc.status_code == 429 or exc.status_code >= 500
             else:
                 latency = time.perf_counter() - started

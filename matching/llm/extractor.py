@@ -97,7 +97,7 @@ class LLMExtractor:
     __name__ = "extract_llm"  # read by callers that name the extractor they ran
 
     def __init__(self, config: LLMConfig | None = None, *, client: LLMClient | None = None):
-        self.client = client or LLMClient(config or LLMConfig.from_env())
+        self.client = client or LLMClient.shared(config or LLMConfig.from_env())
         self.dropped: list[DroppedNode] = []
 
     def __call__(self, text: str, *, kind: str = "trace") -> Observed:

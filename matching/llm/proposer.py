@@ -340,7 +340,7 @@ def propose_llm(
     retries and the one repair); nothing partial is returned then.
     """
     if client is None:
-        client = LLMClient(config or LLMConfig.from_env())
+        client = LLMClient.shared(config or LLMConfig.from_env())
     size = max(200, client.config.chunk_chars)
     pieces = chunks(text, size=size, overlap=size // 8 if overlap is None else overlap)
     merger = _Merger(text, client.model)
@@ -389,7 +389,7 @@ def get_proposer(name: str, config: LLMConfig | None = None) -> Callable[[str], 
             stacklevel=2,
         )
         return propose_heuristic
-    client = LLMClient(config)
+    client = LLMClient.shared(config)
 
     def propose(text: str) -> Proposals:
         return propose_llm(text, client=client)

@@ -92,6 +92,10 @@ def test_get_extractor_llm_uses_the_configured_server(llm_env: FakeOpenAI):
     )
     obs = ext("Hello there, all done.", kind="response")
     assert [(n.label, n.type, n.evidence[0].end) for n in obs.nodes] == [("Done", None, 22)]
+    # One shared client per configuration: a suite run reuses it and sums its usage.
+    again = get_extractor("llm")
+    assert isinstance(again, LLMExtractor) and again.client is ext.client
+    assert ext.client.usage()["calls"] == 1
 
 
 def test_get_extractor_llm_without_key_warns_and_falls_back():
