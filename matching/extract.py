@@ -36,6 +36,8 @@ _FILLER = re.compile(
     r"|(?:many )?thanks?\b.*|thank you\b.*|you'?re welcome\b.*|no problem\b.*"
     r"|(?:i'?m |i am )?(?:happy|glad) to help\b.*|have a (?:nice|great|good|lovely) \w+.*"
     r"|(?:is there )?anything else\b.*|let me know if\b.*|(?:kind |best )?regards\b.*"
+    r"|(?:i'?m |i am |we'?re |we are )?(?:so |very |really )?sorry\b.*|(?:i |we )?apologi[sz]e\b.*"
+    r"|(?:all set|done|got it|perfect|no worries|understood)[.!]?"
     r"|sure(?:\s+thing)?[.!]?|of course[.!]?|okay[.!]?|ok[.!]?|great[.!]?|certainly[.!]?)$",
     re.I | re.S,
 )
@@ -76,7 +78,8 @@ def _sentences(text: str, base: int) -> Iterator[tuple[int, int]]:
 
 def _is_behaviour(sentence: str) -> bool:
     s = sentence.strip()
-    if _FILLER.match(s):
+    # "Sorry, but I can't refund this" is a refusal, not filler
+    if _FILLER.match(s) and not _TYPES[0][1].search(s):
         return False
     return len(re.findall(r"[A-Za-z0-9]+", s)) >= MIN_WORDS
 
