@@ -1,0 +1,284 @@
+"""The node-level overlay of one evaluated run, as JSON for the viewer (static/js/overlay.js).
+
+:func:`overlay_payload` turns an :class:`~matching.evaluate.Evaluation` and the
+observed document it judged into one JSON-serialisable dict: every declared node of
+the contract with its *state* on this run, the edges by kind with ordering violations
+flagged, the observed nodes with their evidence spans and what each one pairs with,
+the failures with the graph elements they point at, the metrics, and the raw artifact
+and trace texts (the viewer inserts them as text, never as HTML).
+
+Node states (``STATES``):
+
+- ``direct``, ``derived``, ``covered``: satisfied (ALGORITHMS.md §3);
+- ``passed`` / ``failed``: a checked output and its check;
+- ``omitted``: a reported omission; ``unsatisfied``: not satisfied, its omission is
+  reported on a descendant (or it is not required);
+- ``wrong_branch``: folded into a wrong-branch failure, or the decision that has one;
+- ``inactive_branch``: an unchosen outcome of an active decision, or below one;
+- ``pruned``: any other declared node outside the expected graph.
+
+>>> from pathlib import Path
+>>> from matching.conditioning import condition
+>>> from matching.evaluate import evaluate_detailed
+>>> from matching.formats import read_observed
+>>> from matching.validate import load_contract
+>>> data = Path(__file__).parent / "data"
+>>> c = load_contract(data / "refund-mini.json")
+>>> obs = read_observed(data / "refund-mini-observed-q1.json")
+>>> p = overlay_payload(evaluate_detailed(condition(c, "q1"), obs), obs)
+>>> {n["id"]: n["state"] for n in p["nodes"]}["within_window"], p["verdict"]
+('derived', 'clean')
+>>> [n["state"] for n in p["nodes"] if n["id"] in ("outside_window", "reply_json")]
+['inactive_branch', 'passed']
+>>> [(o["id"], o["status"], o["expected"]) for o in p["observed"]][:2]
+[('o1', 'paired', 'lookup_order'), ('o2', 'paired', 'verify_owner')]
+>>> import json; len(json.dumps(p)) > 1000
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .evaluate import Evaluation
+from .formats import Observed, Span
+
+__all__ = ["OVERLAY", "STATES", "OBSERVED_STATUSES", "edge_id", "overlay_payload"]
+
+OVERLAY = "contracteval.overlay/v1"
+
+#: Every node state, in legend order, with the sentence the viewer's legend shows.
+STATES: dict[str, str] = {
+    "direct": "Directly evidenced by an observed step",
+    "derived": "Derived from its evidenced children",
+    "covered": "Covered by an evidenced parent task",
+    "passed": "Checked output that passes its check",
+    "omitted": "Required but not evidenced (omission)",
+    "unsatisfied": "Not satisfied (reported on a descendant, or optional)",
+    "wrong_branch": "Decision that took the wrong branch, or a step lost to it",
+    "failed": "Checked output that fails its check",
+    "inactive_branch": "Outcome the query did not choose",
+    "pruned": "Not active for this query",
+}
+
+#: Statuses of an observed node (``Evaluation.observed_status``).
+OBSERVED_STATUSES: dict[str, str] = {
+    "paired": "Pairs with an expected node",
+    "output": "The final answer, consumed by a checked output",
+    "repeat": "Repeats an already paired expected node",
+    "wrong_branch": "Acts on an outcome the query did not choose",
+    "extra": "Enacts no active obligation (extra action)",
+}
+
+_SATISFIED = frozenset({"direct", "derived", "covered", "passed"})
+
+
+def edge_id(source: str, target: str) -> str:
+    """The id a failure uses for an edge (its ``location`` for ordering failures)."""
+    return f"{source}->{target}"
+
+
+def _spans(spans: list[Span]) -> list[dict[str, int]]:
+    return [{"start": s.start, "end": s.end} for s in spans]
+
+
+def overlay_payload(evaluation: Evaluation, observed: Observed) -> dict[str, Any]:
+    """The overlay of one run: a JSON-serialisable dict (format ``contracteval.overlay/v1``).
+
+    Keys: ``format``, ``contract`` {id, title}, ``query`` {id, text, decisions},
+    ``mode``, ``verdict``, ``artifact`` {text, media_type}, ``trace`` {kind, text,
+    output}, ``nodes``, ``edges``, ``invariants``, ``observed``, ``dropped``,
+    ``failures``, ``metrics``, ``counts`` and the legends ``states`` and
+    ``observed_statuses`` (state -> sentence). Texts are carried raw.
+    """
+    ev = evaluation
+    e = ev.expected
+    c = e.contract
+    m = ev.alignment
+    active = e.active
+    wrong_decisions = [f["location"] for f in ev.failures if f["family"] == "wrong_branch"]
+
+    # -- what each observed node points at
+    paired_obs = m.paired_observed
+    repeat_of = dict(m.repeats)
+    obs_target: dict[str, tuple[str | None, str | None]] = {}
+    for o in m.kept:
+        status = ev.observed_status.get(o.id, "extra")
+        target: str | None = None
+        relation: str | None = None
+        if status in ("paired", "output"):
+            target, relation = paired_obs.get(o.id), "pairs"
+        elif status == "repeat":
+            target, relation = repeat_of.get(o.id), "repeats"
+        elif status == "wrong_branch":
+            target, relation = m.wrong_branch_of.get(o.id), "wrong_branch"
+        obs_target[o.id] = (target, relation)
+    observed_of: dict[str, list[dict[str, str]]] = {}
+    for oid, (target, relation) in obs_target.items():
+        if target is not None and relation is not None:
+            observed_of.setdefault(target, []).append({"id": oid, "relation": relation})
+
+    # -- nodes, in declaration order
+    nodes: list[dict[str, Any]] = []
+    for n in c.nodes:
+        raw = ev.status.get(n.id)
+        if n.id in active:
+            state = raw or "unsatisfied"
+            if state == "folded" or n.id in wrong_decisions:
+                state = "wrong_branch"
+        elif n.id in e.inactive:
+            state = "inactive_branch"
+        else:
+            state = "pruned"
+        pos = ev.pos.get(n.id)
+        nodes.append(
+            {
+                "id": n.id,
+                "label": n.label,
+                "description": n.description,
+                "type": n.type,
+                "parent": n.parent,
+                "depth": len(c.ancestors(n.id)),
+                "required": n.required,
+                "in_required_set": n.id in e.required,
+                "explicit": n.explicit,
+                "combine": n.combine,
+                "checked_output": n.checked_output,
+                "active": n.id in active,
+                "state": state,
+                "status": raw,
+                "satisfied": state in _SATISFIED,
+                "branch_of": e.inactive.get(n.id),
+                "chosen_outcome": e.decisions.get(n.id),
+                "pos": list(pos) if pos is not None and n.id in active else None,
+                "score": m.scores.get(n.id),
+                "spans": _spans(n.evidence),
+                "observed": observed_of.get(n.id, []),
+            }
+        )
+
+    # -- edges, in declaration order
+    ordering = {edge_id(u, v) for u, v in ev.ordering_edges}
+    edges: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for edge in c.edges:
+        eid = edge_id(edge.source, edge.target)
+        if eid in seen:  # the same pair under a second kind
+            eid = f"{eid}:{edge.kind}"
+        seen.add(eid)
+        edges.append(
+            {
+                "id": eid,
+                "source": edge.source,
+                "target": edge.target,
+                "kind": edge.kind,
+                "active": edge.source in active and edge.target in active,
+                "ordering_violation": eid in ordering,
+            }
+        )
+
+    # -- invariants
+    applicable = set(e.invariants)
+    violated = {f["location"] for f in ev.failures if f["family"] == "invariant_violation"}
+    invariants = [
+        {
+            "id": inv.id,
+            "label": inv.label,
+            "description": inv.description,
+            "applies_to": list(inv.applies_to),
+            "active": inv.id in applicable,
+            "checked": inv.check is not None,
+            "score": ev.invariant_scores.get(inv.id),
+            "judged": inv.id in ev.invariant_scores,
+            "violated": inv.id in violated,
+            "spans": _spans(inv.evidence),
+        }
+        for inv in c.invariants
+    ]
+
+    # -- observed nodes, in (step, list) order
+    observed_nodes = []
+    for o in m.kept:
+        target, relation = obs_target[o.id]
+        observed_nodes.append(
+            {
+                "id": o.id,
+                "label": o.label,
+                "description": o.description,
+                "type": o.type,
+                "step": o.step,
+                "status": ev.observed_status.get(o.id, "extra"),
+                "expected": target,
+                "relation": relation,
+                "score": m.scores.get(target) if relation == "pairs" and target else None,
+                "spans": _spans(o.evidence),
+            }
+        )
+
+    # -- failures with the graph elements they point at
+    failures = [_targets(f, ev) for f in ev.failures]
+
+    counts: dict[str, int] = {s: 0 for s in STATES}
+    for item in nodes:
+        counts[item["state"]] += 1
+    return {
+        "format": OVERLAY,
+        "contract": {"id": c.id, "title": c.title},
+        "query": {"id": e.query.id, "text": e.query.text, "decisions": dict(e.decisions)},
+        "mode": m.mode,
+        "verdict": ev.verdict,
+        "artifact": {"text": c.text, "media_type": c.media_type},
+        "trace": {"kind": observed.kind, "text": observed.text, "output": observed.output},
+        "nodes": nodes,
+        "edges": edges,
+        "invariants": invariants,
+        "observed": observed_nodes,
+        "dropped": [{"id": i, "reason": r} for i, r in m.dropped],
+        "failures": failures,
+        "metrics": dict(ev.metrics),
+        "unjudged_invariants": list(ev.unjudged),
+        "counts": counts,
+        "states": dict(STATES),
+        "observed_statuses": dict(OBSERVED_STATUSES),
+    }
+
+
+def _targets(failure: dict[str, str], ev: Evaluation) -> dict[str, Any]:
+    """``failure`` with ``nodes``, ``edges``, ``observed`` and ``invariants`` it points at."""
+    m = ev.alignment
+    e = ev.expected
+    family, loc = failure["family"], failure["location"]
+    nodes: list[str] = []
+    edges: list[str] = []
+    observed: list[str] = []
+    invariants: list[str] = []
+    if family == "omission" or family == "output_contract":
+        nodes.append(loc)
+    elif family == "ordering":
+        u, _, v = loc.partition("->")
+        edges.append(loc)
+        nodes += [u, v]
+        observed += [m.pairs[x] for x in (u, v) if x in m.pairs]
+    elif family == "wrong_branch":
+        nodes.append(loc)
+        wrong = m.wrong_branch.get(loc, [])
+        observed += wrong
+        for o in wrong:
+            x = m.wrong_branch_of.get(o)
+            if x is not None and x not in nodes:
+                nodes.append(x)
+        inside = {loc, *e.subtree(e.decisions.get(loc, loc))}
+        nodes += [n for n in e.nodes if ev.status.get(n) == "folded" and n in inside and n != loc]
+    elif family == "extra_action":
+        observed.append(loc)
+    elif family == "invariant_violation":
+        invariants.append(loc)
+    return {
+        "family": family,
+        "location": loc,
+        "detail": failure["detail"],
+        "nodes": nodes,
+        "edges": edges,
+        "observed": observed,
+        "invariants": invariants,
+    }
