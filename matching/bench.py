@@ -174,14 +174,23 @@ def _split(expected: Expected, observed: Observed) -> dict[str, Callable[[], Any
     obs_tok = [observed_tokens(o, observed.text) for o in kept]
     s = similarity_matrix(exp_tok, obs_tok)
     weights = np.where(s >= THRESHOLD, s, 0.0)
-    return {
-        "tokens": lambda: (
+
+    def tokenise() -> object:
+        tokens.cache_clear()  # cold: every text tokenised afresh
+        return (
             [tokens(f"{n.label} {n.description}") for n in exp_nodes],
             [observed_tokens(o, observed.text) for o in kept],
-        ),
+        )
+
+    def whole() -> object:
+        tokens.cache_clear()
+        return align(expected, observed, mode="token")
+
+    return {
+        "tokens": tokenise,
         "similarity": lambda: similarity_matrix(exp_tok, obs_tok),
         "assignment": lambda: linear_sum_assignment(weights, maximize=True),
-        "align": lambda: align(expected, observed, mode="token"),
+        "align": whole,
     }
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -47,8 +47,10 @@ def _stem(word: str) -> str:
     return _stemmer.stemWord(word)
 
 
+@lru_cache(maxsize=1 << 16)
 def tokens(text: str) -> frozenset[str]:
-    """The normalised, stop-word-free, stemmed token set of ``text``."""
+    """The normalised, stop-word-free, stemmed token set of ``text`` (memoised: the
+    same declared labels are tokenised for every case of a suite)."""
     stop = stopwords()
     norm = unicodedata.normalize("NFKC", text).casefold()
     return frozenset(_stem(w) for w in _WORD.findall(norm) if w not in stop)
@@ -73,11 +75,21 @@ def similarity_matrix(rows: Sequence[frozenset[str]], cols: Sequence[frozenset[s
     if n == 0 or m == 0:
         return np.zeros((n, m))
     vocab: dict[str, int] = {}
-    r = _incidence(rows, vocab)
-    c = _incidence(cols, vocab)
-    r.resize((n, len(vocab)))
-    c.resize((m, len(vocab)))
-    inter = (r @ c.T).toarray()
+    ri, rp = _indices(rows, vocab)
+    ci, cp = _indices(cols, vocab)
+    v = max(len(vocab), 1)
+    if (n + m) * v <= _DENSE_CELLS:
+        # Small problems (one case of a suite): dense incidence matrices, no
+        # scipy.sparse construction overhead. Same products, same result.
+        rd = np.zeros((n, v))
+        rd[np.repeat(np.arange(n), np.diff(rp)), ri] = 1.0
+        cd = np.zeros((m, v))
+        cd[np.repeat(np.arange(m), np.diff(cp)), ci] = 1.0
+        inter = rd @ cd.T
+    else:
+        r = sparse.csr_matrix((np.ones(len(ri)), ri, rp), shape=(n, v))
+        c = sparse.csr_matrix((np.ones(len(ci)), ci, cp), shape=(m, v))
+        inter = (r @ c.T).toarray()
     a = np.fromiter((len(s) for s in rows), dtype=np.float64, count=n)[:, None]
     b = np.fromiter((len(s) for s in cols), dtype=np.float64, count=m)[None, :]
     union = a + b - inter
@@ -88,15 +100,17 @@ def similarity_matrix(rows: Sequence[frozenset[str]], cols: Sequence[frozenset[s
     return np.round(out, 6)
 
 
-def _incidence(sets: Sequence[frozenset[str]], vocab: dict[str, int]) -> sparse.csr_matrix:
+_DENSE_CELLS = 1 << 20
+
+
+def _indices(
+    sets: Sequence[frozenset[str]], vocab: dict[str, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """CSR column indices and row pointers of the sets' token-incidence matrix."""
     indptr = [0]
     indices: list[int] = []
     for s in sets:
         for t in s:
             indices.append(vocab.setdefault(t, len(vocab)))
         indptr.append(len(indices))
-    data = np.ones(len(indices), dtype=np.float64)
-    return sparse.csr_matrix(
-        (data, np.asarray(indices, dtype=np.int64), np.asarray(indptr, dtype=np.int64)),
-        shape=(len(sets), max(len(vocab), 1)),
-    )
+    return np.asarray(indices, dtype=np.int64), np.asarray(indptr, dtype=np.int64)
