@@ -107,6 +107,9 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
     "audit",
 ]
 
@@ -155,6 +158,28 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 SERVE_STATIC = env_bool("SERVE_STATIC", True)
+
+# The REST API (audit/api.py): token or session auth, the UI's object permissions.
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "ContractEval API",
+    "DESCRIPTION": "Projects, contracts, queries and conformance runs of ContractEval.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+# Traces and suites can be large: JSON bodies up to 20 MB, suite archives up to 20 MB.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
+SUITE_UPLOAD_MAX_BYTES = int(os.environ.get("SUITE_UPLOAD_MAX_BYTES", 20 * 1024 * 1024))
+SUITE_UNPACKED_MAX_BYTES = int(os.environ.get("SUITE_UNPACKED_MAX_BYTES", 200 * 1024 * 1024))
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "audit:project_list"
