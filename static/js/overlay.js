@@ -247,9 +247,10 @@
         data: {
           id: n.id,
           parent: n.parent !== null && shownAs.get(n.parent) === n.parent ? n.parent : undefined,
-          label: isLeaf ? short : short + "  \u00b7  " + (TYPE_NAMES[n.type] || n.type),
+          label: isLeaf || n.type !== "decision" ? short : short + "  \u00b7  decision",
           w: size.w,
           h: size.h,
+          lw: 260,
           shape: (isLeaf && LEAF_SHAPES[n.type]) || "round-rectangle",
         },
         classes: classes.join(" "),
@@ -282,6 +283,7 @@
       seen.add(key);
       const classes = ["k-" + e.kind];
       if (!e.active) classes.push("faint");
+      if (drawn.length > WRAP_AT) classes.push("quiet");
       if (e.ordering_violation) classes.push("violation");
       const nested = isAncestor(s, t) || isAncestor(t, s);
       if (nested) classes.push("nested");
@@ -331,6 +333,131 @@
     return { elements: els, shownAs, hiddenBelow, wrap };
   }
 
+  /* Nested layered layout: every box's children are laid out by dagre (rank = the declared
+   * order edges between them, lifted to that level), bottom-up, so each box is sized to its
+   * contents and boxes never overlap; then positions are composed top-down. A level whose
+   * siblings have no order between them wraps into columns in declaration order. */
+  const BOX_PAD = 12;
+  const BOX_LABEL = 22;
+  const MANY_SIBLINGS = 12;
+
+  function nestedLayout(cy, payload, shownAs, dir, aspect) {
+    const dagre = global.dagre;
+    const kidsOf = new Map();
+    const parentOf = new Map();
+    cy.nodes().forEach((n) => {
+      const pid = n.data("parent") || "";
+      parentOf.set(n.id(), pid);
+      if (!kidsOf.has(pid)) kidsOf.set(pid, []);
+      kidsOf.get(pid).push(n.id());
+    });
+    const chain = (id) => {
+      const out = [id];
+      let p = parentOf.get(id);
+      while (p) {
+        out.push(p);
+        p = parentOf.get(p);
+      }
+      out.push("");
+      return out;
+    };
+    const lifted = new Map();
+    for (const e of payload.edges) {
+      const s = shownAs.get(e.source);
+      const t = shownAs.get(e.target);
+      if (!s || !t || s === t) continue;
+      const cs = chain(s);
+      const ct = chain(t);
+      const inT = new Set(ct);
+      const li = cs.findIndex((x) => inT.has(x));
+      const lca = cs[li];
+      const a = cs[li - 1];
+      const b = ct[ct.indexOf(lca) - 1];
+      if (a === undefined || b === undefined || a === b) continue; // nested: one inside the other
+      if (!lifted.has(lca)) lifted.set(lca, []);
+      lifted.get(lca).push([a, b]);
+    }
+    const size = new Map();
+    const rel = new Map();
+    const runDagre = (ks, edges, wrapAt) => {
+      const g = new dagre.graphlib.Graph();
+      g.setGraph({ rankdir: dir, nodesep: 18, ranksep: 30, marginx: 0, marginy: 0, ranker: "network-simplex" });
+      g.setDefaultEdgeLabel(() => ({}));
+      for (const k of ks) g.setNode(k, { width: size.get(k).w, height: size.get(k).h });
+      for (const [a, b] of edges) if (!g.hasEdge(a, b)) g.setEdge(a, b, { weight: 2, minlen: 1 });
+      if (wrapAt) {
+        // reading order: consecutive siblings without an order of their own, in columns
+        for (let i = 1; i < ks.length; i++) {
+          if (i % wrapAt === 0) continue;
+          if (!g.hasEdge(ks[i - 1], ks[i]) && !g.hasEdge(ks[i], ks[i - 1])) g.setEdge(ks[i - 1], ks[i], { weight: 1, minlen: 1 });
+        }
+      }
+      dagre.layout(g);
+      let x1 = Infinity, y1 = Infinity, x2 = -Infinity, y2 = -Infinity;
+      for (const k of ks) {
+        const n = g.node(k);
+        x1 = Math.min(x1, n.x - n.width / 2);
+        y1 = Math.min(y1, n.y - n.height / 2);
+        x2 = Math.max(x2, n.x + n.width / 2);
+        y2 = Math.max(y2, n.y + n.height / 2);
+      }
+      const pos = new Map(ks.map((k) => [k, { x: g.node(k).x - x1, y: g.node(k).y - y1 }]));
+      return { pos, w: x2 - x1, h: y2 - y1 };
+    };
+    const lay = (pid) => {
+      const ks = kidsOf.get(pid) || [];
+      for (const k of ks) {
+        if (kidsOf.has(k)) lay(k);
+        else size.set(k, { w: cy.getElementById(k).data("w"), h: cy.getElementById(k).data("h") });
+      }
+      const edges = lifted.get(pid) || [];
+      let res;
+      if (ks.length > MANY_SIBLINGS) {
+        // many siblings: their declared order would make long, sparse ranks; lay them out
+        // in reading order, in columns sized for a landscape view (edges are still drawn)
+        let aw = 0, ah = 0;
+        for (const k of ks) {
+          aw += size.get(k).w + 18;
+          ah += size.get(k).h + 30;
+        }
+        aw /= ks.length;
+        ah /= ks.length;
+        const cols = Math.max(1, Math.round(Math.sqrt(((pid ? 1.3 : aspect) * ks.length * ah) / aw)));
+        res = runDagre(ks, [], Math.ceil(ks.length / cols));
+      } else {
+        res = runDagre(ks, edges, 0);
+        if (ks.length >= 5 && res.w > 1.8 * res.h) {
+          const per = Math.max(3, Math.ceil(Math.sqrt(ks.length * (res.w / Math.max(res.h, 1)) / 3)));
+          const wrapped = runDagre(ks, edges, Math.min(per, ks.length));
+          const ratio = (r) => Math.max(r.w / r.h, r.h / r.w);
+          if (ratio(wrapped) < ratio(res)) res = wrapped;
+        }
+      }
+      for (const [k, p] of res.pos) rel.set(k, p);
+      if (pid) size.set(pid, { w: res.w + 2 * BOX_PAD, h: res.h + 2 * BOX_PAD + BOX_LABEL, cw: res.w, ch: res.h });
+      else size.set("", { w: res.w, h: res.h });
+    };
+    lay("");
+    const positions = {};
+    const place = (pid, ox, oy) => {
+      for (const k of kidsOf.get(pid) || []) {
+        const r = rel.get(k);
+        const cx = ox + r.x;
+        const cy0 = oy + r.y;
+        if (kidsOf.has(k)) {
+          const sz = size.get(k);
+          place(k, cx - sz.w / 2 + BOX_PAD, cy0 - sz.h / 2 + BOX_LABEL + BOX_PAD);
+        } else {
+          positions[k] = { x: cx, y: cy0 };
+        }
+      }
+    };
+    place("", 0, 0);
+    cy.nodes().filter((n) => !n.isParent()).positions((n) => positions[n.id()]);
+    for (const [k, sz] of size) if (k) cy.getElementById(k).data("lw", Math.max(40, sz.w - 8));
+    return { size, levels: kidsOf.size };
+  }
+
   function graphStyle() {
     const st = [
       {
@@ -357,13 +484,12 @@
           shape: "round-rectangle",
           "text-valign": "top",
           "text-halign": "center",
-          "text-margin-y": 18,
+          "text-margin-y": -3,
           "text-wrap": "ellipsis",
-          "text-max-width": 260,
-          "font-size": 11.5,
+          "text-max-width": "data(lw)",
+          "font-size": 11,
           "font-weight": 600,
-          padding: 12,
-          "padding-top": 24,
+          padding: BOX_PAD,
           "background-opacity": 0.45,
           "compound-sizing-wrt-labels": "exclude",
           "min-zoomed-font-size": 5,
@@ -397,6 +523,8 @@
         style: { width: 1, "line-color": "#aeb2ba", "target-arrow-color": "#aeb2ba", "target-arrow-shape": "vee" },
       },
       { selector: "edge.faint", style: { opacity: 0.3 } },
+      { selector: "edge.quiet", style: { opacity: 0.28, width: 1 } },
+      { selector: "edge.quiet.faint", style: { opacity: 0.12 } },
       {
         selector: "edge.violation",
         style: {
@@ -423,6 +551,7 @@
         selector: "node.related, edge.related",
         style: { "underlay-color": "#3a5ba0", "underlay-opacity": 0.14, "underlay-padding": 6 },
       },
+      { selector: "edge.related", style: { opacity: 1, width: 2, "z-index": 25 } },
       {
         selector: "node.sel, edge.sel",
         style: {
@@ -723,23 +852,28 @@
     if (!built.hiddenBelow.size && this.collapse) this.collapseBtn.hidden = true;
 
     try {
-      cy.layout({
-        name: "dagre",
-        rankDir: this.opts.layoutDir,
-        nodeSep: 18,
-        rankSep: 34,
-        edgeSep: 8,
-        ranker: built.wrap ? "longest-path" : "network-simplex",
-        fit: false,
-        animate: false,
-        eles: built.wrap ? cy.nodes().union(cy.edges(".wrap")) : cy.elements(),
-      }).run();
-      this.root.setAttribute("data-layout", "dagre");
+      if (this.opts.layout === "cytoscape-dagre") throw new Error("cytoscape-dagre requested");
+      const aspect = Math.min(2.5, Math.max(0.6, (cy.width() || 800) / (cy.height() || 600)));
+      this.layoutInfo = nestedLayout(cy, this.p, built.shownAs, this.opts.layoutDir, aspect);
+      this.root.setAttribute("data-layout", "nested-dagre");
     } catch (err) {
-      // dagre can fail on unusual compound structures: fall back to a plain grid
-      console.warn("overlay: dagre layout failed, using a grid", err);
-      cy.layout({ name: "grid", fit: false, animate: false }).run();
-      this.root.setAttribute("data-layout", "grid");
+      if (this.opts.layout !== "cytoscape-dagre") console.warn("overlay: nested layout failed, using cytoscape-dagre", err);
+      try {
+        cy.layout({
+          name: "dagre",
+          rankDir: this.opts.layoutDir,
+          nodeSep: 18,
+          rankSep: 34,
+          fit: false,
+          animate: false,
+          eles: built.wrap ? cy.nodes().union(cy.edges(".wrap")) : cy.elements(),
+        }).run();
+        this.root.setAttribute("data-layout", "dagre");
+      } catch (err2) {
+        console.warn("overlay: dagre layout failed, using a grid", err2);
+        cy.layout({ name: "grid", fit: false, animate: false }).run();
+        this.root.setAttribute("data-layout", "grid");
+      }
     }
     this.fit();
 
@@ -865,7 +999,11 @@
     const cy = this.cy;
     let focus = cy.collection();
     const drawn = (x) => cy.getElementById(this.shownAs.get(x) || x);
-    for (const x of nodeIds) focus = focus.union(drawn(x).addClass("sel"));
+    for (const x of nodeIds) {
+      const el = drawn(x).addClass("sel");
+      el.connectedEdges().not(".layout-only").addClass("related");
+      focus = focus.union(el);
+    }
     for (const x of relatedNodes) focus = focus.union(drawn(x).addClass(kind === "observed" ? "sel" : "related"));
     for (const x of edgeIds) {
       const el = cy.edges().filter((e) => e.data("eid") === x);
@@ -879,7 +1017,12 @@
       const visible = ext.x1 >= 0 && ext.y1 >= 0 && ext.x2 <= vw && ext.y2 <= vh;
       const tiny = cy.zoom() < 0.5;
       if (!visible || tiny) {
-        cy.animate({ fit: { eles: focus, padding: Math.max(60, Math.min(vw, vh) / 4) } }, { duration: 250 });
+        const bb = focus.boundingBox();
+        const pad = Math.max(60, Math.min(vw, vh) / 5);
+        const fitZoom = Math.min((vw - 2 * pad) / Math.max(bb.w, 1), (vh - 2 * pad) / Math.max(bb.h, 1));
+        const zoom = Math.max(cy.minZoom(), Math.min(1.3, fitZoom));
+        const pan = { x: vw / 2 - zoom * (bb.x1 + bb.w / 2), y: vh / 2 - zoom * (bb.y1 + bb.h / 2) };
+        cy.animate({ zoom, pan }, { duration: 250 });
       }
     }
 
