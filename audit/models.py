@@ -308,12 +308,28 @@ class ProposalRun(models.Model):
     error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # What actually ran (``Proposals.proposer``): "heuristic" or "llm:<model>". A run
+    # that asked for "llm" without a configured endpoint says "heuristic" here.
+    used_proposer = models.CharField(max_length=200, blank=True, default="")
+    model_name = models.CharField("model", max_length=200, blank=True, default="")
+    notice = models.TextField(blank=True, default="", help_text="e.g. the fallback warning")
+    # [{what, label, reason}]: LLM proposals not kept (a quote not in the artifact ...).
+    discarded = models.JSONField(default=list, blank=True)
+    # Totals over the LLM calls: calls, failed_calls, prompt/completion tokens, seconds.
+    usage = models.JSONField(default=dict, blank=True)
+    llm_calls = models.JSONField("LLM calls", default=list, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at", "-pk"]
 
     def __str__(self) -> str:
         return f"{self.proposer} run on {self.contract} ({self.status})"
+
+    @property
+    def fell_back(self) -> bool:
+        """An LLM was asked for, the offline heuristic ran."""
+        return self.proposer == "llm" and self.used_proposer == "heuristic"
 
 
 class AuditRecordQuerySet(models.QuerySet):

@@ -7,6 +7,7 @@ before and after. They raise :class:`ServiceError` with a message fit for the us
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -16,8 +17,12 @@ from django.utils import timezone
 
 from matching.conditioning import condition
 from matching.errors import ContractEvalError
+from matching.extractors import FallbackWarning
 from matching.formats import contract_from_data
-from matching.propose import Proposals, propose_heuristic
+from matching.llm.client import LLMClient, LLMError
+from matching.llm.config import LLMConfig
+from matching.llm.proposer import LLMProposals, get_proposer
+from matching.propose import Proposals
 from matching.validate import audit_contract, load_contract
 
 from .models import (
@@ -390,12 +395,25 @@ def contract_mark_audited(*, contract: Contract, user) -> Contract:
 # ---------------------------------------------------------------------------- proposals
 
 
+PROPOSERS = ("heuristic", "llm")
+
+
+class ProposalRetry(Exception):
+    """A transient LLM failure (rate limit, server error, timeout) that outlived the
+    client's own retries. The run is queued again and the Celery task retries it later
+    (``autoretry_for``); on the task's last attempt the run fails instead."""
+
+
 def contract_request_proposals(*, contract: Contract, user, proposer: str = "heuristic"):
-    """Queue a proposal run; the Celery task starts once the transaction commits."""
+    """Queue a proposal run; the Celery task starts once the transaction commits.
+
+    ``proposer`` is ``"heuristic"`` or ``"llm"``. An LLM run without a configured
+    endpoint is accepted: the heuristic runs and the run says so (``notice``).
+    """
     from .tasks import run_proposals
 
     _editable(contract)
-    if proposer != "heuristic":
+    if proposer not in PROPOSERS:
         raise ServiceError(f"unknown proposer {proposer!r}")
     with transaction.atomic():
         run = ProposalRun.objects.create(contract=contract, requested_by=user, proposer=proposer)
@@ -411,8 +429,26 @@ def contract_request_proposals(*, contract: Contract, user, proposer: str = "heu
     return run
 
 
-def proposal_run_execute(*, run_id: int) -> ProposalRun:
-    """Run a queued proposal run (called by the Celery task)."""
+def _llm_usage(calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """Totals over call records (``matching.llm.client.CallRecord.to_dict()``)."""
+    return {
+        "calls": len(calls),
+        "failed_calls": sum(1 for c in calls if not c.get("ok")),
+        "prompt_tokens": sum(c.get("prompt_tokens") or 0 for c in calls),
+        "completion_tokens": sum(c.get("completion_tokens") or 0 for c in calls),
+        "seconds": round(sum(c.get("latency") or 0.0 for c in calls), 3),
+    }
+
+
+def proposal_run_execute(*, run_id: int, final_attempt: bool = True) -> ProposalRun:
+    """Run a queued proposal run (called by the Celery task).
+
+    Records what actually ran (``used_proposer``), and for an LLM run the model, the
+    discarded proposals with their reasons and the calls' tokens and latency. A
+    transient LLM failure raises :class:`ProposalRetry` with the run queued again,
+    unless ``final_attempt``: then, like any other failure, the run fails with the
+    reason.
+    """
     with transaction.atomic():
         run = (
             ProposalRun.objects.select_for_update(of=("self",))
@@ -422,20 +458,74 @@ def proposal_run_execute(*, run_id: int) -> ProposalRun:
         if run.status in (ProposalRunStatus.DONE, ProposalRunStatus.FAILED):
             return run
         run.status = ProposalRunStatus.RUNNING
-        run.save(update_fields=["status"])
+        run.attempts += 1
+        run.save(update_fields=["status", "attempts"])
     contract = run.contract
+    client: LLMClient | None = None
+    first_call = 0
+    retry: ProposalRetry | None = None
     try:
         _editable(contract)
-        proposals = propose_heuristic(contract.artifact.text)
+        try:
+            config = LLMConfig.from_env()
+        except ValueError as exc:  # a malformed CONTRACTEVAL_LLM_* number
+            raise ServiceError(f"LLM settings: {exc}") from None
+        if run.proposer == "llm" and config.configured:
+            client = LLMClient.shared(config)  # the one get_proposer uses
+            first_call = len(client.calls)
+            run.model_name = config.model
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", FallbackWarning)
+            propose = get_proposer(run.proposer, config)
+        for w in caught:
+            if issubclass(w.category, FallbackWarning):
+                run.notice = str(w.message)
+            else:
+                warnings.warn(w.message, w.category, stacklevel=1)
+        proposals = propose(contract.artifact.text)
+        run.used_proposer = proposals.proposer
+        if isinstance(proposals, LLMProposals):
+            run.model_name = proposals.model
+            run.discarded = [d.to_dict() for d in proposals.discarded]
         nodes, edges = contract_apply_proposals(
             contract=contract, user=run.requested_by, proposals=proposals
         )
     except ServiceError as exc:
         run.status, run.error = ProposalRunStatus.FAILED, str(exc)
+    except LLMError as exc:
+        where = client.config.describe() if client else "the LLM"
+        if exc.transient and not final_attempt:
+            run.status, run.error = ProposalRunStatus.QUEUED, ""
+            run.notice = f"attempt {run.attempts} failed, will retry: {exc.reason}"
+            retry = ProposalRetry(exc.reason)
+        else:
+            run.status, run.error = ProposalRunStatus.FAILED, f"{where}: {exc.reason}"
     else:
         run.status, run.created_nodes, run.created_edges = ProposalRunStatus.DONE, nodes, edges
-    run.finished_at = timezone.now()
-    run.save(update_fields=["status", "error", "created_nodes", "created_edges", "finished_at"])
+        if run.notice.startswith("attempt "):
+            run.notice = ""  # a retry note from an earlier attempt that no longer applies
+    if client is not None:
+        run.llm_calls = [*run.llm_calls, *(c.to_dict() for c in client.calls[first_call:])]
+        run.usage = _llm_usage(run.llm_calls)
+    if retry is None:
+        run.finished_at = timezone.now()
+    run.save(
+        update_fields=[
+            "status",
+            "error",
+            "created_nodes",
+            "created_edges",
+            "finished_at",
+            "used_proposer",
+            "model_name",
+            "notice",
+            "discarded",
+            "usage",
+            "llm_calls",
+        ]
+    )
+    if retry is not None:
+        raise retry
     return run
 
 

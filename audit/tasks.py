@@ -8,14 +8,20 @@ from . import services
 
 @shared_task(
     bind=True,
-    autoretry_for=(OperationalError, InterfaceError),
+    # ProposalRetry: a rate limit, server error or timeout of the LLM endpoint that
+    # outlived the client's own retries; backoff 1, 2, 4 ... s (capped at 60 s).
+    autoretry_for=(OperationalError, InterfaceError, services.ProposalRetry),
     retry_backoff=True,
     retry_backoff_max=60,
     max_retries=5,
 )
 def run_proposals(self, run_id: int) -> dict:
-    """Run proposal run ``run_id`` (queued by ``services.contract_request_proposals``)."""
-    run = services.proposal_run_execute(run_id=run_id)
+    """Run proposal run ``run_id`` (queued by ``services.contract_request_proposals``).
+
+    On the last attempt a transient LLM failure fails the run with the reason.
+    """
+    final = self.max_retries is not None and self.request.retries >= self.max_retries
+    run = services.proposal_run_execute(run_id=run_id, final_attempt=final)
     return {"run": run.pk, "status": run.status, "nodes": run.created_nodes}
 
 

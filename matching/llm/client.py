@@ -63,10 +63,16 @@ _SHARED_LOCK = threading.Lock()
 
 
 class LLMError(RuntimeError):
-    """An LLM call failed for good; ``reason`` says why (shown to users, recorded)."""
+    """An LLM call failed for good; ``reason`` says why (shown to users, recorded).
 
-    def __init__(self, reason: str) -> None:
+    ``transient`` is true when the last failure was a rate limit, a server error, a
+    timeout or a connection error (the client's own retries are spent): a caller with a
+    longer horizon, such as a Celery task, may try the whole job again later.
+    """
+
+    def __init__(self, reason: str, *, transient: bool = False) -> None:
         self.reason = reason
+        self.transient = transient
         super().__init__(reason)
 
 
@@ -256,7 +262,8 @@ class LLMClient:
             if retry < self.config.max_retries:
                 self.sleep(min(self.config.backoff * 2**retry, MAX_BACKOFF))
         raise LLMError(
-            f"{purpose}: gave up after {self.config.max_retries + 1} tries; last {error}"
+            f"{purpose}: gave up after {self.config.max_retries + 1} tries; last {error}",
+            transient=True,
         )
 
 
