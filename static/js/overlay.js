@@ -422,7 +422,8 @@
         }
         aw /= ks.length;
         ah /= ks.length;
-        const cols = Math.max(1, Math.round(Math.sqrt(((pid ? 1.3 : aspect) * ks.length * ah) / aw)));
+        const target = !pid || !parentOf.get(pid) ? aspect : 1.3; // the outer levels fill the view
+        const cols = Math.max(1, Math.round(Math.sqrt((target * ks.length * ah) / aw)));
         res = runDagre(ks, [], Math.ceil(ks.length / cols));
       } else {
         res = runDagre(ks, edges, 0);
@@ -535,6 +536,8 @@
           opacity: 1,
           "z-index": 20,
           label: "order",
+          "edge-text-rotation": "autorotate",
+          "text-margin-y": -7,
           "font-size": 10,
           "font-weight": 700,
           color: "#9b1c14",
@@ -556,8 +559,8 @@
         selector: "node.sel, edge.sel",
         style: {
           "underlay-color": "#2453c9",
-          "underlay-opacity": 0.3,
-          "underlay-padding": 7,
+          "underlay-opacity": 0.35,
+          "underlay-padding": 10,
           "border-color": "#2453c9",
           "border-width": 3,
           "z-index": 30,
@@ -725,6 +728,7 @@
 
     // centre: the graph
     this.cyBox = h("div", { class: "ce-cy", role: "img", "aria-label": "Expected graph of the run" });
+    this.cyBox.addEventListener("mouseleave", () => (this.tip.hidden = true));
     this.tip = h("div", { class: "ce-tip", hidden: true });
     this.collapseBtn = h("button", {
       type: "button",
@@ -817,7 +821,6 @@
     };
     items.push(edgeItem("", "requires", { stroke: "#5d6472" }));
     items.push(edgeItem("", "enables", { stroke: "#5d6472", "stroke-dasharray": "5 3" }));
-    items.push(edgeItem("", "branches to", { stroke: "#8a6a2f", "stroke-dasharray": "1.5 3", "stroke-linecap": "round" }));
     items.push(edgeItem("", "produces", { stroke: "#aeb2ba", "stroke-width": 1 }));
     items.push(edgeItem("", "order broken", { stroke: "#c8261b", "stroke-width": 3.5 }));
     return h("ul", { class: "ce-legend", "aria-label": "Legend" }, items);
@@ -954,6 +957,7 @@
    * an invariant ("invariant") or a failure by index ("failure"). */
   Overlay.prototype.select = function (kind, id, how) {
     how = how || {};
+    this.tip.hidden = true;
     this.clear();
     this.selection = { kind, id };
     const nodeIds = [];
@@ -1041,7 +1045,10 @@
     }
     let firstTrace = null;
     for (const x of relatedObs) markAll(this.traceMarks, "observed:" + x, "is-related");
-    for (const x of obsIds) firstTrace = firstTrace || markAll(this.traceMarks, "observed:" + x, "is-selected");
+    for (const x of obsIds) {
+      const m = markAll(this.traceMarks, "observed:" + x, "is-selected");
+      firstTrace = firstTrace || m;
+    }
     if (!firstTrace && relatedObs.length) firstTrace = (this.traceMarks.get("observed:" + relatedObs[0]) || [])[0] || null;
     scrollIntoPanel(this.artBox, firstArt);
     scrollIntoPanel(this.traceBox, firstTrace);
