@@ -54,7 +54,7 @@ def base_url(payloads: tuple[Path, dict[str, Any]]) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+def chromium() -> Iterator[Any]:
     if not CHROMIUM.exists():
         _unavailable(f"{CHROMIUM} is not installed")
     missing = [
@@ -117,19 +117,19 @@ class Page:
 
 
 @pytest.fixture
-def page(browser: Any, base_url: str) -> Iterator[Page]:
-    p = Page(browser, base_url)
+def view(chromium: Any, base_url: str) -> Iterator[Page]:
+    p = Page(chromium, base_url)
     yield p
     p.close()
 
 
 def test_refund_mini_renders_every_node_and_links_node_source_and_trace(
-    page: Page, payloads: tuple[Path, dict[str, Any]]
+    view: Page, payloads: tuple[Path, dict[str, Any]]
 ) -> None:
     payload = payloads[1]["refund-mini"]
-    pg = page.open("refund-mini")
-    assert page.root_attr("renderedNodes") == str(len(payload["nodes"])) == "11"
-    assert page.root_attr("layout") == "nested-dagre"
+    pg = view.open("refund-mini")
+    assert view.root_attr("renderedNodes") == str(len(payload["nodes"])) == "11"
+    assert view.root_attr("layout") == "nested-dagre"
     # 3 failures listed, the extra action beside the graph, the ordering edge drawn red
     assert pg.locator(".ce-fail").count() == len(payload["failures"]) == 3
     assert pg.locator(".ce-extra[data-observed='x1']").count() == 1
@@ -137,8 +137,8 @@ def test_refund_mini_renders_every_node_and_links_node_source_and_trace(
     assert red == ["verify_owner->approve_refund"]
 
     # clicking a graph node highlights its source span and its trace evidence
-    page.click_node("verify_owner")
-    assert page.root_attr("selected") == "node:verify_owner"
+    view.click_node("verify_owner")
+    assert view.root_attr("selected") == "node:verify_owner"
     art = payload["artifact"]["text"]
     node = next(n for n in payload["nodes"] if n["id"] == "verify_owner")
     (span,) = node["spans"]
@@ -151,7 +151,7 @@ def test_refund_mini_renders_every_node_and_links_node_source_and_trace(
 
     # and back: clicking a trace highlight selects the paired graph node
     pg.locator(".ce-text--trace mark[data-owner='observed:o1']").first.click()
-    assert page.root_attr("selected") == "observed:o1"
+    assert view.root_attr("selected") == "observed:o1"
     assert pg.evaluate("window.overlay.cy.getElementById('lookup_order').hasClass('sel')")
 
     # a failure selects its place in the graph
@@ -170,25 +170,25 @@ def test_refund_mini_renders_every_node_and_links_node_source_and_trace(
     pg.mouse.move(5, 5)
     pg.wait_for_timeout(400)
     pg.screenshot(path=str(SHOTS / "overlay-refund-mini.png"))
-    assert page.errors == []
+    assert view.errors == []
 
 
-def test_wrong_branch_and_clean_variants_render(page: Page) -> None:
-    pg = page.open("refund-wrong-branch")
+def test_wrong_branch_and_clean_variants_render(view: Page) -> None:
+    pg = view.open("refund-wrong-branch")
     assert pg.evaluate(
         "window.overlay.cy.getElementById('check_window').hasClass('st-wrong_branch')"
     )
     assert pg.locator(".ce-extra[data-observed='w1']").count() == 1
-    pg = page.open("refund-clean")
+    pg = view.open("refund-clean")
     assert pg.locator(".ce-verdict--clean").count() == 1
     assert pg.locator(".ce-fail").count() == 0
-    assert page.errors == []
+    assert view.errors == []
 
 
-def test_user_text_renders_as_text_never_as_html(page: Page) -> None:
+def test_user_text_renders_as_text_never_as_html(view: Page) -> None:
     dialogs: list[str] = []
-    page.page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    pg = page.open("xss")
+    view.page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    pg = view.open("xss")
     art = pg.locator(".ce-text--artifact")
     assert XSS in art.inner_text()
     assert XSS in pg.locator(".ce-text--trace").inner_text()
@@ -196,23 +196,23 @@ def test_user_text_renders_as_text_never_as_html(page: Page) -> None:
     assert pg.locator(".ce-ov img").count() == 0
     assert pg.locator(".ce-ov b").count() == 0
     # a node label with markup, selected: the details card shows it as text
-    page.click_node("lookup_order")
+    view.click_node("lookup_order")
     assert XSS in pg.locator(".ce-details").inner_text()
     pg.locator(".ce-extra[data-observed='x1']").click()
     assert XSS in pg.locator(".ce-details").inner_text()
     pg.wait_for_timeout(200)
     assert dialogs == []
-    assert page.errors == []
+    assert view.errors == []
 
 
 def test_a_300_node_expected_graph_lays_out_without_errors(
-    page: Page, payloads: tuple[Path, dict[str, Any]]
+    view: Page, payloads: tuple[Path, dict[str, Any]]
 ) -> None:
     payload = payloads[1]["big-300"]
     assert len(payload["nodes"]) >= 300
-    pg = page.open("big-300", collapse="0")  # everything drawn
-    assert page.root_attr("layout") == "nested-dagre"
-    assert page.root_attr("renderedNodes") == str(len(payload["nodes"]))
+    pg = view.open("big-300", collapse="0")  # everything drawn
+    assert view.root_attr("layout") == "nested-dagre"
+    assert view.root_attr("renderedNodes") == str(len(payload["nodes"]))
     check = """() => {
         const cy = window.overlay.cy;
         const bad = cy.nodes().filter(n => !Number.isFinite(n.position('x')) || !Number.isFinite(n.position('y')));
@@ -230,8 +230,8 @@ def test_a_300_node_expected_graph_lays_out_without_errors(
     assert int(pg.evaluate("document.body.dataset.mountMs")) < 20_000
 
     # the default view collapses inactive subtrees; it still fits and selects
-    pg = page.open("big-300")
-    shown = int(page.root_attr("renderedNodes") or 0)
+    pg = view.open("big-300")
+    shown = int(view.root_attr("renderedNodes") or 0)
     hidden = sum(
         1
         for n in payload["nodes"]
@@ -254,7 +254,7 @@ def test_a_300_node_expected_graph_lays_out_without_errors(
     target = omitted[0]["location"]
     assert pg.evaluate(f"window.overlay.cy.getElementById({json.dumps(target)}).hasClass('sel')")
     assert pg.locator(".ce-text--artifact mark.is-selected").count() >= 1
-    assert page.errors == []
+    assert view.errors == []
 
 
 def _top_inactive(payload: dict[str, Any], node: dict[str, Any]) -> bool:
