@@ -436,7 +436,11 @@ class Run(models.Model):
         max_length=20, choices=ExtractorName.choices, default=ExtractorName.NONE
     )
     model_name = models.CharField(
-        "model", max_length=200, blank=True, default="", db_index=True,
+        "model",
+        max_length=200,
+        blank=True,
+        default="",
+        db_index=True,
         help_text="the agent or model that produced the trace",
     )
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.QUEUED)
@@ -469,7 +473,9 @@ class Run(models.Model):
         ordering = ["-created_at", "-pk"]
         indexes = [models.Index(fields=["project", "status", "verdict"], name="run_inbox")]
         constraints = [
-            models.CheckConstraint(condition=Q(status__in=RunStatus.values), name="run_status_valid"),
+            models.CheckConstraint(
+                condition=Q(status__in=RunStatus.values), name="run_status_valid"
+            ),
             models.CheckConstraint(condition=Q(mode__in=RunMode.values), name="run_mode_valid"),
             models.CheckConstraint(
                 condition=Q(extractor__in=ExtractorName.values), name="run_extractor_valid"

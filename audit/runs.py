@@ -25,7 +25,6 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 from django.http import Http404
@@ -499,7 +498,9 @@ def run_csv(run: Run) -> str:
     """A run as CSV: one line per failure (family, location, detail), plus its metrics."""
     buf = io.StringIO()
     writer = csv.writer(buf)
-    writer.writerow(["run", "contract", "query", "model", "verdict", "family", "location", "detail"])
+    writer.writerow(
+        ["run", "contract", "query", "model", "verdict", "family", "location", "detail"]
+    )
     failures = (run.report or {}).get("failures", [])
     for f in failures or [{"family": "", "location": "", "detail": ""}]:
         writer.writerow(
@@ -775,5 +776,7 @@ def family_rows(scores: Mapping[str, Any]) -> list[FamilyBar]:
     ]
     clean = scores.get("clean") or {}
     if clean.get("cases"):
-        rows.append(FamilyBar("clean (specificity)", clean["cases"], clean["specificity"], None, None))
+        rows.append(
+            FamilyBar("clean (specificity)", clean["cases"], clean["specificity"], None, None)
+        )
     return rows

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import run_views, views
 
 app_name = "audit"
 
@@ -32,4 +32,20 @@ urlpatterns = [
     path("c/<int:pk>/queries/preview/", views.query_preview, name="query_preview"),
     path("c/<int:pk>/queries/", views.query_save, name="query_save"),
     path("c/<int:pk>/queries/<int:query_pk>/delete/", views.query_delete, name="query_delete"),
+    # runs, the reviewer inbox and suite batches (audit/run_views.py)
+    path("p/<slug:slug>/runs/", run_views.run_list, name="run_list"),
+    path("p/<slug:slug>/runs/new/", run_views.run_create, name="run_create"),
+    path("p/<slug:slug>/inbox/", run_views.inbox, name="inbox"),
+    path("p/<slug:slug>/inbox.<str:fmt>", run_views.inbox_export, name="inbox_export"),
+    path("p/<slug:slug>/batches/", run_views.batch_list, name="batch_list"),
+    path("p/<slug:slug>/batches/new/", run_views.batch_create, name="batch_create"),
+    path("r/<int:pk>/", run_views.run_detail, name="run_detail"),
+    path("r/<int:pk>/status/", run_views.run_status, name="run_status"),
+    path("r/<int:pk>/report.json", run_views.run_report, name="run_report"),
+    path("r/<int:pk>/export.<str:fmt>", run_views.run_export, name="run_export"),
+    path("r/<int:pk>/verdict/", run_views.run_verdict, name="run_verdict"),
+    path("r/<int:pk>/retry/", run_views.run_retry, name="run_retry"),
+    path("b/<int:pk>/", run_views.batch_detail, name="batch_detail"),
+    path("b/<int:pk>/status/", run_views.batch_status, name="batch_status"),
+    path("b/<int:pk>/scores.json", run_views.batch_scores, name="batch_scores"),
 ]

@@ -6,120 +6,313 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('audit', '0001_initial'),
+        ("audit", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Run',
+            name="Run",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('query_key', models.CharField(db_index=True, max_length=128, verbose_name='query id')),
-                ('input_kind', models.CharField(choices=[('observed', 'Observed document'), ('text', 'Pasted response or trace'), ('openai', 'OpenAI chat transcript'), ('tau_bench', 'τ-bench action list')], max_length=20)),
-                ('observed', models.JSONField(help_text='the contracteval.observed/v1 document as submitted')),
-                ('input_hash', models.CharField(editable=False, max_length=64, unique=True)),
-                ('mode', models.CharField(choices=[('oracle', 'Oracle (gold labels)'), ('token', 'Token matching')], default='token', max_length=10)),
-                ('extractor', models.CharField(choices=[('none', 'None (use the observed nodes)'), ('heuristic', 'Heuristic'), ('llm', 'LLM')], default='none', max_length=20)),
-                ('model_name', models.CharField(blank=True, db_index=True, default='', help_text='the agent or model that produced the trace', max_length=200, verbose_name='model')),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], default='queued', max_length=20)),
-                ('error', models.TextField(blank=True, default='')),
-                ('warnings', models.JSONField(blank=True, default=list)),
-                ('report', models.JSONField(blank=True, null=True)),
-                ('overlay', models.JSONField(blank=True, null=True)),
-                ('verdict', models.CharField(blank=True, db_index=True, default='', max_length=20)),
-                ('failure_count', models.PositiveIntegerField(default=0)),
-                ('n_wrong_branch', models.PositiveIntegerField(default=0)),
-                ('n_omission', models.PositiveIntegerField(default=0)),
-                ('n_ordering', models.PositiveIntegerField(default=0)),
-                ('n_extra_action', models.PositiveIntegerField(default=0)),
-                ('n_invariant_violation', models.PositiveIntegerField(default=0)),
-                ('n_output_contract', models.PositiveIntegerField(default=0)),
-                ('required_recall', models.FloatField(blank=True, null=True)),
-                ('observed_precision', models.FloatField(blank=True, null=True)),
-                ('edge_conformance', models.FloatField(blank=True, null=True)),
-                ('branch_correctness', models.FloatField(blank=True, null=True)),
-                ('invariant_score', models.FloatField(blank=True, null=True)),
-                ('output_validity', models.FloatField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('contract', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='audit.contract')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='audit.project')),
-                ('query', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='audit.query')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "query_key",
+                    models.CharField(db_index=True, max_length=128, verbose_name="query id"),
+                ),
+                (
+                    "input_kind",
+                    models.CharField(
+                        choices=[
+                            ("observed", "Observed document"),
+                            ("text", "Pasted response or trace"),
+                            ("openai", "OpenAI chat transcript"),
+                            ("tau_bench", "τ-bench action list"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "observed",
+                    models.JSONField(
+                        help_text="the contracteval.observed/v1 document as submitted"
+                    ),
+                ),
+                ("input_hash", models.CharField(editable=False, max_length=64, unique=True)),
+                (
+                    "mode",
+                    models.CharField(
+                        choices=[("oracle", "Oracle (gold labels)"), ("token", "Token matching")],
+                        default="token",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "extractor",
+                    models.CharField(
+                        choices=[
+                            ("none", "None (use the observed nodes)"),
+                            ("heuristic", "Heuristic"),
+                            ("llm", "LLM"),
+                        ],
+                        default="none",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "model_name",
+                    models.CharField(
+                        blank=True,
+                        db_index=True,
+                        default="",
+                        help_text="the agent or model that produced the trace",
+                        max_length=200,
+                        verbose_name="model",
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("done", "Done"),
+                            ("failed", "Failed"),
+                        ],
+                        default="queued",
+                        max_length=20,
+                    ),
+                ),
+                ("error", models.TextField(blank=True, default="")),
+                ("warnings", models.JSONField(blank=True, default=list)),
+                ("report", models.JSONField(blank=True, null=True)),
+                ("overlay", models.JSONField(blank=True, null=True)),
+                ("verdict", models.CharField(blank=True, db_index=True, default="", max_length=20)),
+                ("failure_count", models.PositiveIntegerField(default=0)),
+                ("n_wrong_branch", models.PositiveIntegerField(default=0)),
+                ("n_omission", models.PositiveIntegerField(default=0)),
+                ("n_ordering", models.PositiveIntegerField(default=0)),
+                ("n_extra_action", models.PositiveIntegerField(default=0)),
+                ("n_invariant_violation", models.PositiveIntegerField(default=0)),
+                ("n_output_contract", models.PositiveIntegerField(default=0)),
+                ("required_recall", models.FloatField(blank=True, null=True)),
+                ("observed_precision", models.FloatField(blank=True, null=True)),
+                ("edge_conformance", models.FloatField(blank=True, null=True)),
+                ("branch_correctness", models.FloatField(blank=True, null=True)),
+                ("invariant_score", models.FloatField(blank=True, null=True)),
+                ("output_validity", models.FloatField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "contract",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="runs",
+                        to="audit.contract",
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="runs",
+                        to="audit.project",
+                    ),
+                ),
+                (
+                    "query",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="runs",
+                        to="audit.query",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-pk'],
+                "ordering": ["-created_at", "-pk"],
             },
         ),
         migrations.CreateModel(
-            name='ReviewVerdict',
+            name="ReviewVerdict",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('agrees', models.BooleanField()),
-                ('note', models.TextField(blank=True, default='')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('reviewer', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='verdicts', to='audit.run')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("agrees", models.BooleanField()),
+                ("note", models.TextField(blank=True, default="")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "reviewer",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="verdicts",
+                        to="audit.run",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-pk'],
+                "ordering": ["-created_at", "-pk"],
             },
         ),
         migrations.CreateModel(
-            name='Batch',
+            name="Batch",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('source', models.CharField(choices=[('fixtures', 'Fixture suite'), ('upload', 'Uploaded suite')], max_length=20)),
-                ('name', models.CharField(max_length=300)),
-                ('archive', models.BinaryField(blank=True, null=True)),
-                ('archive_hash', models.CharField(blank=True, default='', max_length=64)),
-                ('mode', models.CharField(choices=[('oracle', 'Oracle (gold labels)'), ('token', 'Token matching')], default='oracle', max_length=10)),
-                ('extractor', models.CharField(choices=[('none', 'None (use the observed nodes)'), ('heuristic', 'Heuristic'), ('llm', 'LLM')], default='none', max_length=20)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], default='queued', max_length=20)),
-                ('error', models.TextField(blank=True, default='')),
-                ('warnings', models.JSONField(blank=True, default=list)),
-                ('done', models.PositiveIntegerField(default=0)),
-                ('total', models.PositiveIntegerField(default=0)),
-                ('scores', models.JSONField(blank=True, null=True)),
-                ('seconds', models.FloatField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='batches', to='audit.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[("fixtures", "Fixture suite"), ("upload", "Uploaded suite")],
+                        max_length=20,
+                    ),
+                ),
+                ("name", models.CharField(max_length=300)),
+                ("archive", models.BinaryField(blank=True, null=True)),
+                ("archive_hash", models.CharField(blank=True, default="", max_length=64)),
+                (
+                    "mode",
+                    models.CharField(
+                        choices=[("oracle", "Oracle (gold labels)"), ("token", "Token matching")],
+                        default="oracle",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "extractor",
+                    models.CharField(
+                        choices=[
+                            ("none", "None (use the observed nodes)"),
+                            ("heuristic", "Heuristic"),
+                            ("llm", "LLM"),
+                        ],
+                        default="none",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("done", "Done"),
+                            ("failed", "Failed"),
+                        ],
+                        default="queued",
+                        max_length=20,
+                    ),
+                ),
+                ("error", models.TextField(blank=True, default="")),
+                ("warnings", models.JSONField(blank=True, default=list)),
+                ("done", models.PositiveIntegerField(default=0)),
+                ("total", models.PositiveIntegerField(default=0)),
+                ("scores", models.JSONField(blank=True, null=True)),
+                ("seconds", models.FloatField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="batches",
+                        to="audit.project",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'batches',
-                'ordering': ['-created_at', '-pk'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('status__in', ['queued', 'running', 'done', 'failed'])), name='batch_status_valid'), models.CheckConstraint(condition=models.Q(('done__lte', models.F('total'))), name='batch_done_le_total')],
+                "verbose_name_plural": "batches",
+                "ordering": ["-created_at", "-pk"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("status__in", ["queued", "running", "done", "failed"])),
+                        name="batch_status_valid",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("done__lte", models.F("total"))),
+                        name="batch_done_le_total",
+                    ),
+                ],
             },
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['project', 'status', 'verdict'], name='run_inbox'),
+            model_name="run",
+            index=models.Index(fields=["project", "status", "verdict"], name="run_inbox"),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['queued', 'running', 'done', 'failed'])), name='run_status_valid'),
+            model_name="run",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["queued", "running", "done", "failed"])),
+                name="run_status_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.CheckConstraint(condition=models.Q(('mode__in', ['oracle', 'token'])), name='run_mode_valid'),
+            model_name="run",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("mode__in", ["oracle", "token"])), name="run_mode_valid"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.CheckConstraint(condition=models.Q(('extractor__in', ['none', 'heuristic', 'llm'])), name='run_extractor_valid'),
+            model_name="run",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("extractor__in", ["none", "heuristic", "llm"])),
+                name="run_extractor_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.CheckConstraint(condition=models.Q(('input_kind__in', ['observed', 'text', 'openai', 'tau_bench'])), name='run_input_kind_valid'),
+            model_name="run",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("input_kind__in", ["observed", "text", "openai", "tau_bench"])),
+                name="run_input_kind_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.CheckConstraint(condition=models.Q(('verdict__in', ['', 'clean', 'non_clean'])), name='run_verdict_valid'),
+            model_name="run",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("verdict__in", ["", "clean", "non_clean"])),
+                name="run_verdict_valid",
+            ),
         ),
     ]

@@ -66,3 +66,22 @@ def login(client, users):
 @pytest.fixture(autouse=True)
 def _fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+# ---------------------------------------------------------------- runs (issue 5)
+
+OBSERVED_Q1 = ROOT / "matching" / "data" / "refund-mini-observed-q1.json"
+
+
+@pytest.fixture
+def observed_doc() -> dict:
+    """A clean observed document of refund-mini q1 (oracle labels included)."""
+    return json.loads(OBSERVED_Q1.read_text())
+
+
+@pytest.fixture
+def audited(contract, users):
+    """The example contract, audited (runs use audited contract versions only)."""
+    from audit import services
+
+    return services.contract_mark_audited(contract=contract, user=users["reviewer"])

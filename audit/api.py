@@ -1,0 +1,313 @@
+"""The REST API (Django REST Framework), mounted at ``/api/``.
+
+Token or session authentication; the UI's object permissions: a list shows only the
+projects the user is a member of, any object of another project is a 404, and a
+mutation needs the same role as in the UI (else 403). Lists are paginated and take
+the filters named in each view's docstring. OpenAPI schema: ``/api/schema/``.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.response import Response
+
+from . import runs, selectors, services
+from .models import Batch, Contract, Membership, Project, Query, Run
+from .permissions import IMPORT, VIEW, has_role, project_for
+from .serializers import (
+    BatchSerializer,
+    ContractImportSerializer,
+    ContractSerializer,
+    ProjectSerializer,
+    QuerySerializer,
+    RunCreateSerializer,
+    RunDetailSerializer,
+    RunSerializer,
+    VerdictSerializer,
+)
+
+
+def _roles(user) -> dict[int, str]:
+    return dict(Membership.objects.filter(user=user).values_list("project_id", "role"))
+
+
+def _require(user, project_id: int, minimum: str) -> None:
+    role = _roles(user).get(project_id)
+    if role is None:
+        raise NotFound("no such object")
+    if not has_role(role, minimum):
+        raise PermissionDenied(f"this needs the {minimum} role")
+
+
+def _param(name: str, description: str) -> OpenApiParameter:
+    return OpenApiParameter(name, OpenApiTypes.STR, OpenApiParameter.QUERY, description=description)
+
+
+class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
+    """The projects you are a member of, with your role."""
+
+    serializer_class = ProjectSerializer
+    lookup_field = "slug"
+
+    def get_queryset(self) -> QuerySet[Project]:
+        if getattr(self, "swagger_fake_view", False):  # schema generation
+            return Project.objects.none()
+        return Project.objects.filter(memberships__user=self.request.user).order_by("name")
+
+    def get_serializer_context(self):
+        ctx = super().get_serializer_context()
+        if self.request.user.is_authenticated:
+            ctx["roles"] = _roles(self.request.user)
+        return ctx
+
+
+@extend_schema(
+    parameters=[
+        _param("project", "project slug"),
+        _param("key", "contract id"),
+        _param("status", "draft, in_review or audited"),
+    ]
+)
+class ContractViewSet(viewsets.ReadOnlyModelViewSet):
+    """Contract versions. Filters: ``project`` (slug), ``key``, ``status``."""
+
+    serializer_class = ContractSerializer
+
+    def get_queryset(self) -> QuerySet[Contract]:
+        if getattr(self, "swagger_fake_view", False):  # schema generation
+            return Contract.objects.none()
+        qs = (
+            Contract.objects.filter(project__memberships__user=self.request.user)
+            .select_related("project")
+            .prefetch_related("queries")
+            .order_by("key", "-version")
+        )
+        p = self.request.query_params
+        if p.get("project"):
+            qs = qs.filter(project__slug=p["project"])
+        if p.get("key"):
+            qs = qs.filter(key=p["key"])
+        if p.get("status"):
+            qs = qs.filter(status=p["status"])
+        return qs
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT}, description="The contract document.")
+    @action(detail=True, methods=["get"])
+    def export(self, request, pk=None):
+        """The ``contracteval.contract/v1`` document of this version."""
+        return Response(selectors.contract_document(self.get_object()))
+
+    @extend_schema(request=ContractImportSerializer, responses={201: ContractSerializer})
+    @action(detail=False, methods=["post"], url_path="import", url_name="import")
+    def import_(self, request):
+        """Import a contract document into a project (reviewer role); an existing id
+        becomes its next version. A document with an error is not stored (400)."""
+        body = ContractImportSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        project, _ = project_for(request.user, body.validated_data["project"], IMPORT)
+        try:
+            contract = services.contract_import(
+                project=project, user=request.user, source=body.validated_data["document"]
+            )
+        except services.ServiceError as exc:
+            raise ValidationError({"document": [str(exc)]}) from exc
+        data = ContractSerializer(contract, context=self.get_serializer_context()).data
+        return Response(data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(parameters=[_param("project", "project slug"), _param("contract", "contract pk")])
+class QueryViewSet(viewsets.ReadOnlyModelViewSet):
+    """Queries of the contracts you can see. Filters: ``project``, ``contract`` (pk)."""
+
+    serializer_class = QuerySerializer
+
+    def get_queryset(self) -> QuerySet[Query]:
+        if getattr(self, "swagger_fake_view", False):  # schema generation
+            return Query.objects.none()
+        qs = Query.objects.filter(contract__project__memberships__user=self.request.user).order_by(
+            "contract_id", "position", "pk"
+        )
+        p = self.request.query_params
+        if p.get("project"):
+            qs = qs.filter(contract__project__slug=p["project"])
+        if p.get("contract"):
+            if not p["contract"].isdigit():
+                raise ValidationError({"contract": ["a contract id (an integer)"]})
+            qs = qs.filter(contract_id=int(p["contract"]))
+        return qs
+
+
+RUN_FILTERS = ("contract", "query", "model", "status", "verdict", "family", "reviewed")
+
+
+@extend_schema(
+    parameters=[
+        _param("project", "project slug"),
+        _param("contract", "contract id (key)"),
+        _param("query", "query id"),
+        _param("model", "model name"),
+        _param("status", "queued, running, done or failed"),
+        _param("verdict", "clean or non_clean"),
+        _param("family", "a failure family"),
+        _param("reviewed", "yes or no"),
+    ]
+)
+class RunViewSet(
+    mixins.CreateModelMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Conformance runs. Create one from any input kind; read its status and report.
+
+    Filters: ``project`` (slug), ``contract`` (key), ``query``, ``model``, ``status``,
+    ``verdict``, ``family``, ``reviewed``.
+    """
+
+    parser_classes = [JSONParser, FormParser, MultiPartParser]
+
+    def get_serializer_class(self):
+        if self.action == "create":
+            return RunCreateSerializer
+        if self.action == "retrieve":
+            return RunDetailSerializer
+        return RunSerializer
+
+    def get_queryset(self) -> QuerySet[Run]:
+        if getattr(self, "swagger_fake_view", False):  # schema generation
+            return Run.objects.none()
+        qs = Run.objects.filter(project__memberships__user=self.request.user).select_related(
+            "project", "contract", "created_by"
+        )
+        if self.action == "list":
+            qs = qs.defer("observed", "overlay", "report")
+        p = self.request.query_params
+        if p.get("project"):
+            qs = qs.filter(project__slug=p["project"])
+        return runs.filter_runs(qs, {k: p.get(k, "") for k in RUN_FILTERS})
+
+    @extend_schema(
+        request=RunCreateSerializer,
+        responses={201: RunSerializer, 200: RunSerializer},
+        description="201 with a new queued run; 200 with the existing run when the same"
+        " inputs were run before. Bad input: 400 naming what is wrong, nothing stored.",
+    )
+    def create(self, request, *args, **kwargs):
+        body = RunCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        d = body.validated_data
+        contract = (
+            Contract.objects.select_related("project")
+            .filter(pk=d["contract"], project__memberships__user=request.user)
+            .first()
+        )
+        if contract is None:
+            raise NotFound("no such contract")
+        _require(request.user, contract.project_id, runs.RUN)
+        try:
+            run, created = runs.run_create(
+                contract=contract,
+                user=request.user,
+                query_key=d["query"],
+                kind=d["input_kind"],
+                data=d["input"],
+                source_kind=d.get("source_kind") or "auto",
+                mode=d["mode"],
+                extractor=d["extractor"],
+                model_name=d.get("model") or "",
+            )
+        except services.ServiceError as exc:
+            raise ValidationError({"input": [str(exc)]}) from exc
+        run = self.get_queryset().get(pk=run.pk)
+        data = RunSerializer(run, context=self.get_serializer_context()).data
+        return Response(data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["get"])
+    def report(self, request, pk=None):
+        """The ``contracteval.report/v1`` of a finished run (404 until it is done)."""
+        run = self.get_object()
+        if run.report is None:
+            raise NotFound(f"no report: the run is {run.status}")
+        return Response(run.report)
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["get"])
+    def export(self, request, pk=None):
+        """The run as one JSON document: inputs, status, report, verdicts."""
+        return Response(runs.run_export(self.get_object()))
+
+    @extend_schema(request=VerdictSerializer, responses={200: VerdictSerializer(many=True)})
+    @action(detail=True, methods=["get", "post"], serializer_class=VerdictSerializer)
+    def verdicts(self, request, pk=None):
+        """Reviewer verdicts on the run; POST ``{agrees, note}`` (reviewer role)."""
+        run = self.get_object()
+        if request.method == "GET":
+            qs = run.verdicts.select_related("reviewer")
+            return Response(VerdictSerializer(qs, many=True).data)
+        _require(request.user, run.project_id, runs.VERDICT)
+        body = VerdictSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            verdict = runs.verdict_record(
+                run=run,
+                user=request.user,
+                agrees=body.validated_data["agrees"],
+                note=body.validated_data.get("note", ""),
+            )
+        except services.ServiceError as exc:
+            raise ValidationError({"detail": [str(exc)]}) from exc
+        return Response(VerdictSerializer(verdict).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(parameters=[_param("project", "project slug")])
+class BatchViewSet(
+    mixins.CreateModelMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Suite batches. POST ``{project, mode, extractor}`` runs the fixture suite; a
+    multipart ``suite`` file (zip of FORMAT.md §7) runs that suite (reviewer role)."""
+
+    serializer_class = BatchSerializer
+    parser_classes = [JSONParser, FormParser, MultiPartParser]
+
+    def get_queryset(self) -> QuerySet[Batch]:
+        if getattr(self, "swagger_fake_view", False):  # schema generation
+            return Batch.objects.none()
+        qs = (
+            Batch.objects.filter(project__memberships__user=self.request.user)
+            .select_related("project")
+            .defer("archive")
+        )
+        if self.request.query_params.get("project"):
+            qs = qs.filter(project__slug=self.request.query_params["project"])
+        return qs
+
+    def create(self, request, *args, **kwargs):
+        slug = request.data.get("project")
+        if not slug:
+            raise ValidationError({"project": ["a project slug is required"]})
+        project, _ = project_for(request.user, str(slug), VIEW)
+        _require(request.user, project.pk, runs.BATCH)
+        upload = request.FILES.get("suite")
+        try:
+            batch = runs.batch_create(
+                project=project,
+                user=request.user,
+                mode=str(request.data.get("mode") or "oracle"),
+                extractor=str(request.data.get("extractor") or "none"),
+                archive=upload.read() if upload is not None else None,
+                name=upload.name if upload is not None else "",
+            )
+        except services.ServiceError as exc:
+            raise ValidationError({"detail": [str(exc)]}) from exc
+        return Response(BatchSerializer(batch).data, status=status.HTTP_201_CREATED)

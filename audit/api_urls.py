@@ -1,0 +1,22 @@
+"""URLs of the REST API, mounted at /api/ (namespace ``api``)."""
+
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+from rest_framework.routers import DefaultRouter
+
+from . import api
+
+app_name = "api"
+
+router = DefaultRouter()
+router.register("projects", api.ProjectViewSet, basename="project")
+router.register("contracts", api.ContractViewSet, basename="contract")
+router.register("queries", api.QueryViewSet, basename="query")
+router.register("runs", api.RunViewSet, basename="run")
+router.register("batches", api.BatchViewSet, basename="batch")
+
+urlpatterns = [
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("auth/", include("rest_framework.urls", namespace="rest_framework")),
+    path("", include(router.urls)),
+]

@@ -1,0 +1,177 @@
+"""DRF serializers of the REST API (audit/api.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from .models import (
+    METRIC_FIELDS,
+    Batch,
+    Contract,
+    ExtractorName,
+    InputKind,
+    Project,
+    Query,
+    ReviewVerdict,
+    Run,
+    RunMode,
+)
+
+
+class ProjectSerializer(serializers.ModelSerializer):
+    role = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Project
+        fields = ["slug", "name", "description", "created_at", "role"]
+
+    def get_role(self, obj: Project) -> str | None:
+        roles = self.context.get("roles") or {}
+        return roles.get(obj.pk)
+
+
+class ContractSerializer(serializers.ModelSerializer):
+    project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    queries = serializers.SlugRelatedField(slug_field="query_id", many=True, read_only=True)
+    export_url = serializers.HyperlinkedIdentityField(view_name="api:contract-export")
+
+    class Meta:
+        model = Contract
+        fields = [
+            "id",
+            "project",
+            "key",
+            "title",
+            "domain",
+            "version",
+            "status",
+            "queries",
+            "created_at",
+            "updated_at",
+            "export_url",
+        ]
+
+
+class ContractImportSerializer(serializers.Serializer):
+    project = serializers.SlugField(help_text="the project's slug")
+    document = serializers.JSONField(help_text="a contracteval.contract/v1 document")
+
+
+class QuerySerializer(serializers.ModelSerializer):
+    id = serializers.IntegerField(source="pk", read_only=True)
+    query = serializers.CharField(source="query_id")
+    contract = serializers.PrimaryKeyRelatedField(read_only=True)
+
+    class Meta:
+        model = Query
+        fields = ["id", "contract", "query", "text", "intents", "branches"]
+
+
+class RunSerializer(serializers.ModelSerializer):
+    project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    contract_key = serializers.CharField(source="contract.key", read_only=True)
+    contract_version = serializers.IntegerField(source="contract.version", read_only=True)
+    query = serializers.CharField(source="query_key", read_only=True)
+    model = serializers.CharField(source="model_name", read_only=True)
+    families = serializers.ListField(child=serializers.CharField(), read_only=True)
+    metrics = serializers.SerializerMethodField()
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    url = serializers.HyperlinkedIdentityField(view_name="api:run-detail")
+    report_url = serializers.HyperlinkedIdentityField(view_name="api:run-report")
+
+    class Meta:
+        model = Run
+        fields = [
+            "id",
+            "url",
+            "project",
+            "contract",
+            "contract_key",
+            "contract_version",
+            "query",
+            "model",
+            "input_kind",
+            "mode",
+            "extractor",
+            "status",
+            "error",
+            "warnings",
+            "verdict",
+            "failure_count",
+            "families",
+            "metrics",
+            "created_by",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "report_url",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.DictField(child=serializers.FloatField(allow_null=True)))
+    def get_metrics(self, obj: Run) -> dict[str, float | None]:
+        return {m: getattr(obj, m) for m in METRIC_FIELDS}
+
+
+class RunDetailSerializer(RunSerializer):
+    class Meta(RunSerializer.Meta):
+        fields = [*RunSerializer.Meta.fields, "report"]
+        read_only_fields = fields
+
+
+class RunCreateSerializer(serializers.Serializer):
+    contract = serializers.IntegerField(help_text="the id of an audited contract version")
+    query = serializers.CharField(help_text="a query id of that contract")
+    input_kind = serializers.ChoiceField(
+        choices=[("auto", "Detect"), *InputKind.choices], default="auto"
+    )
+    input = serializers.JSONField(
+        help_text="an observed document, a chat transcript (list of messages or"
+        " {messages: [...]}), a τ-bench action list, or a string of pasted text"
+    )
+    source_kind = serializers.ChoiceField(
+        choices=["auto", "response", "trace"], default="auto", required=False
+    )
+    mode = serializers.ChoiceField(choices=RunMode.choices, default=RunMode.TOKEN)
+    extractor = serializers.ChoiceField(choices=ExtractorName.choices, default=ExtractorName.NONE)
+    model = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+
+
+class VerdictSerializer(serializers.ModelSerializer):
+    reviewer = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = ReviewVerdict
+        fields = ["id", "run", "reviewer", "agrees", "note", "created_at"]
+        read_only_fields = ["id", "run", "reviewer", "created_at"]
+
+
+class BatchSerializer(serializers.ModelSerializer):
+    project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+
+    class Meta:
+        model = Batch
+        fields = [
+            "id",
+            "project",
+            "source",
+            "name",
+            "mode",
+            "extractor",
+            "status",
+            "error",
+            "done",
+            "total",
+            "scores",
+            "seconds",
+            "created_at",
+            "finished_at",
+        ]
+        read_only_fields = fields
+
+
+def report_or_none(run: Run) -> dict[str, Any] | None:
+    return run.report
