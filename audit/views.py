@@ -592,7 +592,9 @@ def query_delete(request, pk, query_pk):
 def propose(request, pk):
     contract, membership = contract_for(request.user, pk, EDIT)
     try:
-        services.contract_request_proposals(contract=contract, user=request.user)
+        services.contract_request_proposals(
+            contract=contract, user=request.user, proposer=request.POST.get("proposer", "heuristic")
+        )
     except services.ServiceError as exc:
         return _respond(request, contract, membership, error=str(exc), status=422)
     return _respond(request, contract, membership)

@@ -137,6 +137,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                # "LLM: <model> @ <host>" or "not configured" on every page (never the key)
+                "audit.context_processors.llm",
             ],
         },
     },
