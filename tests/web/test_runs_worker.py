@@ -1,0 +1,170 @@
+"""A real Celery worker process (Redis broker) completes a run and a full-suite batch.
+
+The tasks are enqueued the way the app does it (``.delay`` once the transaction
+commits), routed to a queue of this test's own worker.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from audit import runs, services, tasks
+from audit.models import Batch, Run
+from matching.suite import load_suite, perturb_suite, write_suite
+
+from .conftest import require_service
+from .test_worker import REDIS_URL, _database_url, _redis_up
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.worker]
+BENCH_OUT = os.environ.get("CONTRACTEVAL_BATCH_BENCH")  # a file to append the timing to
+
+
+@pytest.fixture
+def worker(transactional_db, monkeypatch):
+    """A worker process on a private queue; ``.delay`` of our tasks goes to it."""
+    from celery import Celery
+
+    require_service(_redis_up(), f"Redis is not reachable at {REDIS_URL}")
+    queue = f"contracteval-test-{uuid.uuid4().hex[:8]}"
+    env = os.environ | {
+        "DATABASE_URL": _database_url(),
+        "CELERY_BROKER_URL": REDIS_URL,
+        "DJANGO_SETTINGS_MODULE": "contracteval_site.settings",
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "contracteval_site",
+            "worker",
+            "--pool=solo",
+            "--loglevel=INFO",
+            "-Q",
+            queue,
+            "--without-heartbeat",
+            "--without-gossip",
+            "--without-mingle",
+            "-n",
+            f"{queue}@%h",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    sender = Celery(broker=REDIS_URL)
+    for task in (tasks.execute_run, tasks.execute_batch):
+        monkeypatch.setattr(
+            task,
+            "delay",
+            lambda *args, _name=task.name: sender.send_task(_name, args=list(args), queue=queue),
+        )
+    state = {"output": ""}
+    yield proc, state
+    proc.terminate()
+    try:
+        state["output"], _ = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        state["output"], _ = proc.communicate()
+
+
+def _wait(obj, proc, seconds: float, seen: list[int] | None = None):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and proc.poll() is None:
+        obj.refresh_from_db()
+        if seen is not None:
+            seen.append(obj.done)
+        if obj.status in ("done", "failed"):
+            return
+        time.sleep(0.1)
+
+
+def _output(proc) -> str:
+    if proc.poll() is None:
+        return "(worker still running)"
+    return proc.stdout.read()[-3000:] if proc.stdout else ""
+
+
+def test_a_worker_completes_a_run(worker, project, users, refund_doc):
+    proc, _ = worker
+    contract = services.contract_import(project=project, user=users["admin"], source=refund_doc)
+    contract = services.contract_mark_audited(contract=contract, user=users["reviewer"])
+    run, created = runs.run_create(
+        contract=contract,
+        user=users["annotator"],
+        query_key="q1",
+        kind="tau_bench",
+        data=[
+            {"name": "lookup_order", "kwargs": {"order_id": "1042"}},
+            {"name": "respond", "kwargs": {"content": "Your refund is approved."}},
+        ],
+        model_name="worker-test",
+    )
+    assert created and run.status == "queued"
+    _wait(run, proc, 60)
+    assert run.status == "done", f"run is {run.status!r} {run.error}; worker: {_output(proc)}"
+    assert run.verdict == "non_clean" and run.report["failures"] and run.overlay
+    assert Run.objects.count() == 1
+
+
+def _full_suite(tmp_path: Path) -> tuple[bytes | None, int]:
+    """The fixture suite: fixtures/suite as it is, else fixtures/clean perturbed (seed 0)
+    and uploaded as a zip, the way `make suite` builds fixtures/suite."""
+    import io
+    import zipfile
+
+    folder = runs.fixture_suite_dir()
+    if folder.name == "suite":
+        return None, len(load_suite(folder).cases)
+    suite = load_suite(folder)
+    cases, _ = perturb_suite(suite, seed=0)
+    out = tmp_path / "suite"
+    write_suite(out, suite.contracts.values(), cases)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(out.rglob("*")):
+            if path.is_file():
+                zf.write(path, path.relative_to(out).as_posix())
+    return buf.getvalue(), len(cases)
+
+
+@pytest.mark.parametrize("mode", ["oracle", "token"])
+def test_a_worker_runs_the_full_fixture_suite_as_one_batch(
+    worker, project, users, tmp_path, settings, mode
+):
+    proc, _ = worker
+    archive, n = _full_suite(tmp_path)
+    settings.SUITE_UPLOAD_MAX_BYTES = max(settings.SUITE_UPLOAD_MAX_BYTES, len(archive or b""))
+    t0 = time.perf_counter()
+    batch = runs.batch_create(
+        project=project, user=users["reviewer"], mode=mode, archive=archive, name="full suite"
+    )
+    queued = time.perf_counter()
+    seen: list[int] = []
+    _wait(batch, proc, 600, seen)
+    wall = time.perf_counter() - queued
+    assert batch.status == "done", f"batch is {batch.status!r} {batch.error}; {_output(proc)}"
+    assert batch.done == batch.total == n == batch.scores["cases"]
+    assert seen == sorted(seen)  # progress only moves forward
+    assert batch.scores["detection_accuracy"] >= 0.95
+    assert Batch.objects.count() == 1
+    line = (
+        f"batch through the worker: {n} cases, mode {mode}, {batch.seconds:.2f} s in the task,"
+        f" {wall:.2f} s from enqueue to done (validation before enqueue {queued - t0:.2f} s)"
+    )
+    print(line)
+    if BENCH_OUT:
+        with open(BENCH_OUT, "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
