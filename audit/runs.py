@@ -203,8 +203,40 @@ def prepare_input(
         "source": {"kind": source_kind, "text": text},
         "nodes": [],
     }
+    output = _final_output(kind, data, text, source_kind)
+    if output:
+        doc["output"] = output
     read_observed(doc)
     return PreparedInput(kind=kind, observed=doc, extractor=extractor)
+
+
+def _final_output(kind: str, data: Any, text: str, source_kind: str) -> str | None:
+    """The agent's final answer, checked against output requirements: the last assistant
+    message of a transcript, the last ``respond`` of an action list, or a pasted response."""
+    if kind == InputKind.TEXT:
+        return text.strip() if source_kind == "response" else None
+    items = (
+        data.get("messages" if kind == InputKind.OPENAI else "actions")
+        if isinstance(data, Mapping)
+        else data
+    )
+    for item in reversed(list(items or [])):
+        if not isinstance(item, Mapping):
+            continue
+        if kind == InputKind.OPENAI and item.get("role") == "assistant":
+            content = item.get("content")
+            if isinstance(content, list):
+                content = "\n".join(
+                    p.get("text", "") if isinstance(p, Mapping) else str(p) for p in content
+                )
+            if isinstance(content, str) and content.strip():
+                return content.strip()
+        if kind == InputKind.TAU_BENCH and item.get("name") == "respond":
+            kwargs = item.get("kwargs") or item.get("arguments") or {}
+            content = kwargs.get("content") if isinstance(kwargs, Mapping) else None
+            if isinstance(content, str) and content.strip():
+                return content.strip()
+    return None
 
 
 def input_hash(contract: Contract, query_key: str, observed: Mapping[str, Any], mode, extractor):

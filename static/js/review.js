@@ -7,7 +7,7 @@
     return o && o.views && o.views[0];
   }
   document.addEventListener("click", function (ev) {
-    const link = ev.target.closest("[data-failure]");
+    const link = ev.target.closest("a.failure-link[data-failure]");
     if (link) {
       const v = view();
       if (!v) return; // no overlay: the href still jumps to the section

@@ -129,6 +129,13 @@ def test_transcripts_action_lists_and_text_are_rendered_and_extracted(
         for s in o["spans"]:
             assert 0 <= s["start"] < s["end"] <= len(run.overlay["trace"]["text"])
     assert run.overlay["trace"]["text"] == text
+    output = run.observed.get("output")
+    if kind == "openai":
+        assert output == CHAT[-1]["content"]
+    elif data == TAU or data == json.dumps(TAU):
+        assert output == "Your refund is approved."
+    else:
+        assert output == RESPONSE  # a pasted response is the final answer
     assert run.report["verdict"] in ("clean", "non_clean")
 
 

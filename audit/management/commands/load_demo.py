@@ -95,6 +95,15 @@ class Command(BaseCommand):
                 contract=draft, user=admin, proposals=propose_heuristic(draft.artifact.text)
             )
             loaded += 1
+        # The example contract is audited, so reviewers can run traces against it at once.
+        example = (
+            Contract.objects.filter(project=project, key="refund-mini").order_by("-version").first()
+        )
+        if example is not None and example.status != "audited":
+            try:
+                services.contract_mark_audited(contract=example, user=admin)
+            except services.ServiceError as exc:
+                self.stderr.write(self.style.WARNING(f"refund-mini not audited: {exc}"))
         self.stdout.write(
             self.style.SUCCESS(
                 f"Demo project ready: {loaded} contract(s) loaded, {skipped} already there."
