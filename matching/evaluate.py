@@ -299,7 +299,8 @@ def evaluate_detailed(expected: Expected, observed: Observed, *, mode: str = "to
     paired_obs = set(m.paired_observed)
     decisions_ok = [
         1.0
-        if d not in m.wrong_branch and any(x in direct for x in expected.subtree(expected.decisions[d]))
+        if d not in m.wrong_branch
+        and any(x in direct for x in expected.subtree(expected.decisions[d]))
         else 0.0
         for d in expected.decisions
     ]
