@@ -73,24 +73,27 @@ def reviewer(django_user_model):
 
 @pytest.fixture
 def slow_worker(monkeypatch):
-    """Runs execute a moment after they are queued, in a thread, as a worker would."""
+    """Runs execute in a thread, as a worker would, once the test sets the event."""
     threads: list[threading.Thread] = []
+    go = threading.Event()
 
     def delay(run_id):
         def work():
             from django.db import connection
 
+            go.wait(30)
             try:
                 runs.run_execute(run_id=run_id)
             finally:
                 connection.close()
 
-        t = threading.Timer(1.5, work)
+        t = threading.Thread(target=work, daemon=True)
         threads.append(t)
         t.start()
 
     monkeypatch.setattr(tasks.execute_run, "delay", delay)
-    yield
+    yield go
+    go.set()
     for t in threads:
         t.join(10)
 
@@ -122,6 +125,7 @@ def test_a_reviewer_uploads_a_trace_reads_the_overlay_and_records_a_verdict(
     # queued: the status box polls, then the page reloads with the report
     page.wait_for_selector("[data-testid=run-status]")
     assert page.get_attribute("[data-testid=run-status]", "data-status") in ("queued", "running")
+    slow_worker.set()  # the worker picks the run up; the page notices by polling
     page.wait_for_selector("[data-testid=run-summary]", timeout=20_000)
     run = Run.objects.get()
     assert run.status == "done" and run.input_kind == "openai" and run.model_name == "shop-agent-v3"
