@@ -177,8 +177,6 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Projects, contracts, queries and conformance runs of ContractEval.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
-}
-# Traces and suites can be large: JSON bodies up to 20 MB, suite archives up to 20 MB.
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "audit.models.RunStatus",
         "ContractStatusEnum": "audit.models.ContractStatus",
@@ -186,6 +184,8 @@ SPECTACULAR_SETTINGS = {
         "ExtractorEnum": "audit.models.ExtractorName",
         "InputKindEnum": "audit.models.InputKind",
     },
+}
+# Traces and suites can be large: JSON bodies up to 20 MB, suite archives up to 20 MB.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
 SUITE_UPLOAD_MAX_BYTES = int(os.environ.get("SUITE_UPLOAD_MAX_BYTES", 20 * 1024 * 1024))
 SUITE_UNPACKED_MAX_BYTES = int(os.environ.get("SUITE_UNPACKED_MAX_BYTES", 200 * 1024 * 1024))
