@@ -257,6 +257,19 @@ def input_hash(contract: Contract, query_key: str, observed: Mapping[str, Any], 
 # ---------------------------------------------------------------------------- runs
 
 
+def enqueue_run(run_id: int) -> None:
+    """Send the evaluation of run ``run_id`` to the workers (in-process when eager)."""
+    from .tasks import execute_run
+
+    execute_run.delay(run_id)
+
+
+def enqueue_batch(batch_id: int) -> None:
+    from .tasks import execute_batch
+
+    execute_batch.delay(batch_id)
+
+
 def run_create(
     *,
     contract: Contract,
@@ -299,8 +312,6 @@ def run_create(
     existing = Run.objects.filter(input_hash=digest).first()
     if existing is not None:
         return existing, False
-    from .tasks import execute_run
-
     try:
         with transaction.atomic():
             run = Run.objects.create(
@@ -330,7 +341,7 @@ def run_create(
                     "model": run.model_name,
                 },
             )
-            transaction.on_commit(lambda: execute_run.delay(run.pk))
+            transaction.on_commit(lambda: enqueue_run(run.pk))
     except IntegrityError:
         # a concurrent request stored the same inputs first
         return Run.objects.get(input_hash=digest), False
@@ -391,8 +402,6 @@ def run_execute(*, run_id: int) -> Run:
 
 def run_retry(*, run: Run, user) -> Run:
     """Queue a failed run again (its inputs are unchanged, so it stays the same run)."""
-    from .tasks import execute_run
-
     if run.status != RunStatus.FAILED:
         raise ServiceError("only a failed run can be retried")
     with transaction.atomic():
@@ -404,7 +413,7 @@ def run_retry(*, run: Run, user) -> Run:
             object_type="run",
             object_id=str(run.pk),
         )
-        transaction.on_commit(lambda: execute_run.delay(run.pk))
+        transaction.on_commit(lambda: enqueue_run(run.pk))
     run.refresh_from_db()
     return run
 
@@ -693,8 +702,6 @@ def batch_create(
     name: str = "",
 ) -> Batch:
     """Queue a batch over the fixture suite (``archive`` None) or an uploaded suite zip."""
-    from .tasks import execute_batch
-
     _check_options(mode, extractor)
     if archive is None:
         folder = fixture_suite_dir()
@@ -719,7 +726,7 @@ def batch_create(
             total=total,
             created_by=user if user is not None and user.is_authenticated else None,
         )
-        transaction.on_commit(lambda: execute_batch.delay(batch.pk))
+        transaction.on_commit(lambda: enqueue_batch(batch.pk))
     return batch
 
 

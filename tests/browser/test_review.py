@@ -10,8 +10,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from web.conftest import ensure_fixture_suite
 
-from audit import runs, services, tasks
+from audit import runs, services
 from audit.models import Membership, Project, ReviewVerdict, Run
 from matching.suite import load_suite, perturb_suite, write_suite
 
@@ -91,7 +92,7 @@ def slow_worker(monkeypatch):
         threads.append(t)
         t.start()
 
-    monkeypatch.setattr(tasks.execute_run, "delay", delay)
+    monkeypatch.setattr(runs, "enqueue_run", delay)
     yield go
     go.set()
     for t in threads:
@@ -175,8 +176,8 @@ def test_a_reviewer_uploads_a_trace_reads_the_overlay_and_records_a_verdict(
 def test_a_batch_shows_progress_then_the_family_table(
     live_server, page, reviewer, tmp_path, shot, monkeypatch
 ):
-    monkeypatch.setattr(tasks.execute_batch, "delay", lambda batch_id: None)  # run it below
-    suite = load_suite(runs.fixture_suite_dir())
+    monkeypatch.setattr(runs, "enqueue_batch", lambda batch_id: None)  # run it below
+    suite = load_suite(ensure_fixture_suite())
     cases, _ = perturb_suite(suite, seed=0)
     write_suite(tmp_path / "s", suite.contracts.values(), cases)
     buf = io.BytesIO()

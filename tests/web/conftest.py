@@ -85,3 +85,23 @@ def audited(contract, users):
     from audit import services
 
     return services.contract_mark_audited(contract=contract, user=users["reviewer"])
+
+
+def ensure_fixture_suite() -> Path:
+    """The fixture suite (fixtures/suite, else fixtures/clean), built from
+    fixtures/authoring when a fresh clone has neither (as `make suite` does)."""
+    from audit.runs import fixture_suite_dir
+
+    folder = fixture_suite_dir()
+    if not (folder / "cases.jsonl").is_file():
+        import subprocess
+        import sys
+
+        subprocess.run([sys.executable, "-m", "fixtures.authoring.build"], cwd=ROOT, check=True)
+        folder = fixture_suite_dir()
+    return folder
+
+
+@pytest.fixture(scope="session")
+def fixture_suite() -> Path:
+    return ensure_fixture_suite()

@@ -321,7 +321,7 @@ def test_verdicts_by_role(api, done_run):
 # ---------------------------------------------------------------- batches
 
 
-def test_batches_by_role(api, project, django_capture_on_commit_callbacks, settings):
+def test_batches_by_role(api, project, django_capture_on_commit_callbacks, fixture_suite):
     body = {"project": "tests", "mode": "oracle", "extractor": "none"}
     assert api(None).post("/api/batches/", body, format="json").status_code == 401
     assert api("annotator").post("/api/batches/", body, format="json").status_code == 403

@@ -20,9 +20,9 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
 @pytest.fixture(scope="module")
-def small_suite(tmp_path_factory) -> Path:
+def small_suite(tmp_path_factory, fixture_suite) -> Path:
     """Two contracts of the fixture suite, their first clean cases, every family."""
-    suite = load_suite(runs.fixture_suite_dir())
+    suite = load_suite(fixture_suite)
     keep = sorted(suite.contracts)[:2]
     suite.cases = [c for c in suite.cases if c.contract in keep and c.clean][:8]
     suite.contracts = {k: v for k, v in suite.contracts.items() if k in keep}
@@ -76,7 +76,7 @@ def test_an_uploaded_suite_runs_to_the_family_table(upload, small_suite, login):
     assert json.loads(scores.content)["per_family"] == batch.scores["per_family"]
 
 
-def test_the_fixture_suite_runs_when_nothing_is_uploaded(upload, login):
+def test_the_fixture_suite_runs_when_nothing_is_uploaded(upload, login, fixture_suite):
     r = upload(None)
     batch = Batch.objects.get()
     assert r.status_code == 302 and batch.status == "done" and batch.source == "fixtures"
@@ -127,7 +127,7 @@ def test_size_limits(upload, small_suite, settings):
     assert Batch.objects.count() == 0
 
 
-def test_roles_and_options(upload, login):
+def test_roles_and_options(upload, login, fixture_suite):
     assert upload(None, role="annotator").status_code == 403
     assert upload(None, role="outsider").status_code == 404
     r = upload(None, mode="oracle", extractor="heuristic")
@@ -136,7 +136,7 @@ def test_roles_and_options(upload, login):
     assert "Run a suite" not in login("annotator").get("/p/tests/batches/").content.decode()
 
 
-def test_progress_is_stored_throttled_and_polled(project, users, login, monkeypatch):
+def test_progress_is_stored_throttled_and_polled(project, users, login, monkeypatch, fixture_suite):
     batch = runs.batch_create(project=project, user=users["reviewer"])  # queued, not run
     client = login("annotator")
     html = client.get(f"/b/{batch.pk}/").content.decode()

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from audit import runs, services, tasks
+from audit import runs, services
 from audit.models import Batch, Run
 from matching.suite import load_suite, perturb_suite, write_suite
 
-from .conftest import require_service
+from .conftest import ensure_fixture_suite, require_service
 from .test_worker import REDIS_URL, _database_url, _redis_up
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,11 +64,11 @@ def worker(transactional_db, monkeypatch):
         text=True,
     )
     sender = Celery(broker=REDIS_URL)
-    for task in (tasks.execute_run, tasks.execute_batch):
+    for hook, name in (("enqueue_run", "execute_run"), ("enqueue_batch", "execute_batch")):
         monkeypatch.setattr(
-            task,
-            "delay",
-            lambda *args, _name=task.name: sender.send_task(_name, args=list(args), queue=queue),
+            runs,
+            hook,
+            lambda pk, _name=f"audit.tasks.{name}": sender.send_task(_name, args=[pk], queue=queue),
         )
     state = {"output": ""}
     yield proc, state
@@ -125,7 +125,7 @@ def _full_suite(tmp_path: Path) -> tuple[bytes | None, int]:
     import io
     import zipfile
 
-    folder = runs.fixture_suite_dir()
+    folder = ensure_fixture_suite()
     if folder.name == "suite":
         return None, len(load_suite(folder).cases)
     suite = load_suite(folder)
