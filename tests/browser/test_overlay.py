@@ -54,9 +54,9 @@ def base_url(payloads: tuple[Path, dict[str, Any]]) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        _unavailable(f"{CHROMIUM} is not installed")
+def chromium(browser: Any) -> Any:
+    """The session's Chromium (tests/browser/conftest.py): one sync Playwright per process,
+    since a second one would start inside the first one's event loop."""
     missing = [
         n
         for n in ("cytoscape.min.js", "dagre.min.js", "cytoscape-dagre.js")
@@ -64,16 +64,7 @@ def chromium() -> Iterator[Any]:
     ]
     if missing:
         _unavailable(f"static/vendor lacks {', '.join(missing)}: run `make static`")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:  # pragma: no cover
-        _unavailable("playwright is not installed")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+    return browser
 
 
 class Page:
