@@ -1,7 +1,7 @@
 """URLs of the REST API, mounted at /api/ (namespace ``api``)."""
 
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 from . import api
@@ -17,6 +17,7 @@ router.register("batches", api.BatchViewSet, basename="batch")
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("auth/", include("rest_framework.urls", namespace="rest_framework")),
     path("", include(router.urls)),
 ]

@@ -177,6 +177,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Projects, contracts, queries and conformance runs of ContractEval.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI comes from npm (scripts/vendor_static.py), never from a CDN.
+    "SWAGGER_UI_DIST": "/" + STATIC_URL + "vendor/swagger-ui",
+    "SWAGGER_UI_FAVICON_HREF": "/" + STATIC_URL + "vendor/swagger-ui/favicon-32x32.png",
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "audit.models.RunStatus",
         "ContractStatusEnum": "audit.models.ContractStatus",

@@ -19,6 +19,16 @@ FILES = [
     # The run overlay (static/js/overlay.js): a layered layout for cytoscape.
     ("dagre", "dist/dagre.min.js", "dagre.min.js", False),
     ("cytoscape-dagre", "cytoscape-dagre.js", "cytoscape-dagre.js", False),
+    # The API docs page (/api/docs/): Swagger UI served from here, never from a CDN.
+    ("swagger-ui-dist", "swagger-ui-bundle.js", "swagger-ui/swagger-ui-bundle.js", True),
+    (
+        "swagger-ui-dist",
+        "swagger-ui-standalone-preset.js",
+        "swagger-ui/swagger-ui-standalone-preset.js",
+        True,
+    ),
+    ("swagger-ui-dist", "swagger-ui.css", "swagger-ui/swagger-ui.css", True),
+    ("swagger-ui-dist", "favicon-32x32.png", "swagger-ui/favicon-32x32.png", True),
 ]
 
 
@@ -33,6 +43,7 @@ def main() -> int:
                 print(f"missing {src}: run `npm install` first", file=sys.stderr)
                 return 1
             continue
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, target / name)
         print(f"static/vendor/{name} <- {package}/{inside}")
     return 0
