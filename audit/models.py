@@ -462,6 +462,14 @@ class Run(models.Model):
     branch_correctness = models.FloatField(null=True, blank=True)
     invariant_score = models.FloatField(null=True, blank=True)
     output_validity = models.FloatField(null=True, blank=True)
+    # Invariants without a machine check, scored by the LLM invariant judge on request.
+    judge_invariants = models.BooleanField(default=False)
+    judged_invariants = models.JSONField(
+        null=True, blank=True, help_text="{id: score} from the LLM"
+    )
+    llm_model = models.CharField("LLM model", max_length=200, blank=True, default="")
+    llm_usage = models.JSONField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -522,6 +530,15 @@ class ReviewVerdict(models.Model):
         return f"{'agrees' if self.agrees else 'disagrees'} · run {self.run_id}"
 
 
+class JudgeKind(models.TextChoices):
+    """The LLM judge baselines (``matching.llm.judge.JUDGES``)."""
+
+    OUTPUT = "output", "LLM judge: output only"
+    TRACE = "trace", "LLM judge: trace-aware"
+    TRACE_CHECKLIST = "trace-checklist", "LLM judge: trace-aware with a label-only checklist"
+    EXPECTED = "expected", "LLM judge: expected graph"
+
+
 class BatchSource(models.TextChoices):
     FIXTURES = "fixtures", "Fixture suite"
     UPLOAD = "upload", "Uploaded suite"
@@ -546,6 +563,12 @@ class Batch(models.Model):
     total = models.PositiveIntegerField(default=0)
     scores = models.JSONField(null=True, blank=True)
     seconds = models.FloatField(null=True, blank=True)
+    # An LLM judge baseline (ALGORITHMS.md §7) instead of the engine: "" = ContractEval.
+    judge = models.CharField(max_length=20, choices=JudgeKind.choices, blank=True, default="")
+    llm_model = models.CharField("LLM model", max_length=200, blank=True, default="")
+    llm_usage = models.JSONField(null=True, blank=True)
+    verdicts = models.JSONField(null=True, blank=True, help_text="a judge's verdict per case")
+    attempts = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -561,6 +584,9 @@ class Batch(models.Model):
                 condition=Q(status__in=RunStatus.values), name="batch_status_valid"
             ),
             models.CheckConstraint(condition=Q(done__lte=F("total")), name="batch_done_le_total"),
+            models.CheckConstraint(
+                condition=Q(judge__in=["", *JudgeKind.values]), name="batch_judge_valid"
+            ),
         ]
 
     def __str__(self) -> str:
