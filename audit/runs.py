@@ -36,6 +36,9 @@ from matching.evaluate import evaluate_detailed
 from matching.extract import reextract
 from matching.formats import OBSERVED, observed_from_data, read_observed
 from matching.importers import detect_kind, render
+from matching.llm.client import LLMClient, LLMError
+from matching.llm.config import LLMConfig
+from matching.llm.judge import JUDGES, judge_invariants, judge_suite
 from matching.suite import load_suite, run_suite, score
 from matching.validate import load_contract
 
@@ -70,6 +73,40 @@ VERDICT = Role.REVIEWER  # record a verdict
 SOURCE_KINDS = ("response", "trace")
 _EVENT = re.compile(r"^\[(?:system|user|assistant|tool|result)\] ", re.MULTILINE)
 PROGRESS_EVERY_SECONDS = 0.5
+NO_LLM_FOR_JUDGES = (
+    "no LLM endpoint configured (set CONTRACTEVAL_LLM_API_KEY or OPENAI_API_KEY): the LLM"
+    " judge baselines need one, and there is no offline judge"
+)
+NO_LLM_FOR_INVARIANTS = (
+    "no LLM endpoint configured (set CONTRACTEVAL_LLM_API_KEY or OPENAI_API_KEY): invariants"
+    " without a machine check cannot be judged, and stay unjudged"
+)
+# A judge batch whose first cases all fail at the endpoint stops there (the endpoint is
+# down or refuses us): the batch fails, or is retried when the failures were transient.
+JUDGE_ABORT_AFTER = 3
+
+
+class LLMRetry(Exception):
+    """A transient LLM failure (rate limit, 5xx, timeout) of a run or judge batch that
+    outlived the client's own retries: the job is queued again and the Celery task
+    retries it; on the task's last attempt the job fails with the reason instead."""
+
+
+def llm_config() -> LLMConfig:
+    """The LLM settings of the environment (a malformed number is a ServiceError)."""
+    try:
+        return LLMConfig.from_env()
+    except ValueError as exc:
+        raise ServiceError(f"LLM settings: {exc}") from None
+
+
+def _add_usage(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> dict[str, Any]:
+    """Usage totals of two attempts added up."""
+    out = dict(after)
+    for k, v in (before or {}).items():
+        if isinstance(v, int | float) and isinstance(out.get(k), int | float):
+            out[k] = round(out[k] + v, 3) if isinstance(v, float) else out[k] + v
+    return out
 
 
 # ---------------------------------------------------------------------------- access
@@ -239,16 +276,25 @@ def _final_output(kind: str, data: Any, text: str, source_kind: str) -> str | No
     return None
 
 
-def input_hash(contract: Contract, query_key: str, observed: Mapping[str, Any], mode, extractor):
+def input_hash(
+    contract: Contract,
+    query_key: str,
+    observed: Mapping[str, Any],
+    mode,
+    extractor,
+    judge_invariants: bool = False,
+):
     canonical = json.dumps(observed, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     h = hashlib.sha256()
-    for part in (
+    parts = [
         f"contract:{contract.pk}:{contract.key}:v{contract.version}",
         f"query:{query_key}",
         f"mode:{mode}",
         f"extractor:{extractor}",
-        canonical,
-    ):
+    ]
+    if judge_invariants:  # only then, so the runs stored before keep their hash
+        parts.append("judge-invariants")
+    for part in (*parts, canonical):
         h.update(part.encode("utf-8"))
         h.update(b"\0")
     return h.hexdigest()
@@ -281,11 +327,16 @@ def run_create(
     mode: str = RunMode.TOKEN,
     extractor: str = ExtractorName.NONE,
     model_name: str = "",
+    judge_invariants: bool = False,
 ) -> tuple[Run, bool]:
     """A run of ``contract`` (audited) on one input, queued; ``(run, created)``.
 
     The same inputs give the existing run (``created`` is False), never a duplicate.
+    ``judge_invariants``: score the invariants that have no machine check and no score
+    in the observed document with the LLM invariant judge (an LLM must be configured).
     """
+    if judge_invariants and not llm_config().configured:
+        raise ServiceError(NO_LLM_FOR_INVARIANTS)
     if contract.status != ContractStatus.AUDITED:
         raise ServiceError(
             f"{contract.key} v{contract.version} is not audited: runs use audited contracts only"
@@ -308,7 +359,9 @@ def run_create(
         condition(load_contract(contract_document(contract)), query_key)
     except ContractEvalError as exc:
         raise ServiceError(str(exc)) from exc
-    digest = input_hash(contract, query_key, prepared.observed, mode, prepared.extractor)
+    digest = input_hash(
+        contract, query_key, prepared.observed, mode, prepared.extractor, judge_invariants
+    )
     existing = Run.objects.filter(input_hash=digest).first()
     if existing is not None:
         return existing, False
@@ -325,6 +378,7 @@ def run_create(
                 mode=mode,
                 extractor=prepared.extractor,
                 model_name=(model_name or "").strip()[:200],
+                judge_invariants=judge_invariants,
                 created_by=user if user is not None and user.is_authenticated else None,
             )
             AuditRecord.objects.create(
@@ -339,6 +393,7 @@ def run_create(
                     "mode": mode,
                     "extractor": prepared.extractor,
                     "model": run.model_name,
+                    "judge_invariants": judge_invariants,
                 },
             )
             transaction.on_commit(lambda: enqueue_run(run.pk))
@@ -359,6 +414,8 @@ def _evaluate(run: Run) -> tuple[dict[str, Any], dict[str, Any] | None, list[str
         if run.extractor != ExtractorName.NONE:
             observed = reextract(observed, run.extractor)
     caught = [str(w.message) for w in seen]
+    if run.judge_invariants:
+        caught.extend(_judge_unchecked(run, expected, observed))
     evaluation = evaluate_detailed(expected, observed, mode=run.mode)
     overlay = None
     try:  # the node-level overlay (matching/overlay.py)
@@ -370,18 +427,49 @@ def _evaluate(run: Run) -> tuple[dict[str, Any], dict[str, Any] | None, list[str
     return evaluation.report(), overlay, caught
 
 
-def run_execute(*, run_id: int) -> Run:
-    """Evaluate a queued run (called by the Celery task); idempotent once finished."""
+def _judge_unchecked(run: Run, expected, observed) -> list[str]:
+    """Score the invariants of G_E without a check and without a score in ``observed``
+    with the LLM invariant judge, merged into ``observed.invariants``; records the
+    model, the scores and the usage on ``run``. Returns warnings. An :class:`LLMError`
+    (after the client's retries) propagates."""
+    config = llm_config()
+    if not config.configured:  # the key went away after the run was queued
+        return [NO_LLM_FOR_INVARIANTS]
+    client = LLMClient(config)
+    run.llm_model = config.model
+    try:
+        scores = judge_invariants(client, expected, observed)
+    finally:
+        run.llm_usage = _add_usage(run.llm_usage, client.usage())
+    observed.invariants.update(scores)
+    run.judged_invariants = scores
+    return []
+
+
+def run_execute(*, run_id: int, final_attempt: bool = True) -> Run:
+    """Evaluate a queued run (called by the Celery task); idempotent once finished.
+
+    A transient LLM failure of the invariant judge raises :class:`LLMRetry` with the
+    run queued again, unless ``final_attempt``: then the run fails with the reason.
+    """
     with transaction.atomic():
         run = Run.objects.select_for_update(of=("self",)).select_related("contract").get(pk=run_id)
         if run.is_finished:
             return run
         run.status, run.started_at = RunStatus.RUNNING, timezone.now()
-        run.save(update_fields=["status", "started_at"])
+        run.attempts += 1
+        run.save(update_fields=["status", "started_at", "attempts"])
     try:
         report, overlay, caught = _evaluate(run)
     except (OperationalError, InterfaceError):
         raise  # transient: the task retries
+    except LLMError as exc:
+        if exc.transient and not final_attempt:
+            run.status, run.error = RunStatus.QUEUED, ""
+            run.save(update_fields=["status", "error", "llm_model", "llm_usage"])
+            raise LLMRetry(exc.reason) from exc
+        where = LLMConfig.from_env().describe()
+        run.status, run.error = RunStatus.FAILED, f"{where}: {exc.reason}"
     except (ContractEvalError, ValueError) as exc:
         run.status, run.error = RunStatus.FAILED, str(exc)
     except Exception as exc:  # noqa: BLE001 - any engine crash is shown on the run
@@ -692,6 +780,18 @@ def _check_options(mode: str, extractor: str) -> None:
         raise ServiceError("oracle mode uses the gold labels: choose the extractor 'none'")
 
 
+def _check_judge(judge: str) -> LLMConfig | None:
+    """The LLM settings for a judge batch (None for a ContractEval batch)."""
+    if not judge:
+        return None
+    if judge not in JUDGES:
+        raise ServiceError(f"unknown judge {judge!r}: expected one of {', '.join(JUDGES)}")
+    config = llm_config()
+    if not config.configured:
+        raise ServiceError(NO_LLM_FOR_JUDGES)
+    return config
+
+
 def batch_create(
     *,
     project: Project,
@@ -700,8 +800,17 @@ def batch_create(
     extractor: str = ExtractorName.NONE,
     archive: bytes | None = None,
     name: str = "",
+    judge: str = "",
 ) -> Batch:
-    """Queue a batch over the fixture suite (``archive`` None) or an uploaded suite zip."""
+    """Queue a batch over the fixture suite (``archive`` None) or an uploaded suite zip.
+
+    ``judge`` (one of ``matching.llm.judge.JUDGES``) runs that LLM judge baseline over
+    the suite instead of the engine (``mode`` and ``extractor`` then do not apply); it
+    needs a configured LLM endpoint.
+    """
+    config = _check_judge(judge)
+    if config is not None:
+        mode, extractor = RunMode.ORACLE, ExtractorName.NONE  # not used by a judge
     _check_options(mode, extractor)
     if archive is None:
         folder = fixture_suite_dir()
@@ -723,6 +832,8 @@ def batch_create(
             archive_hash=digest,
             mode=mode,
             extractor=extractor,
+            judge=judge,
+            llm_model=config.model if config is not None else "",
             total=total,
             created_by=user if user is not None and user.is_authenticated else None,
         )
@@ -730,15 +841,64 @@ def batch_create(
     return batch
 
 
-def batch_execute(*, batch_id: int) -> Batch:
-    """Run every case of a queued batch, saving progress (throttled) and the scores."""
+class _WatchedClient:
+    """The judge's LLM client, counting answers and failures as they happen."""
+
+    def __init__(self, client: LLMClient) -> None:
+        self.client, self.answers, self.failures = client, 0, []
+
+    def complete_json(self, **kwargs: Any) -> Any:
+        try:
+            out = self.client.complete_json(**kwargs)
+        except LLMError as exc:
+            self.failures.append(exc)
+            raise
+        self.answers += 1
+        return out
+
+
+def _judge(batch: Batch, suite, progress, config: LLMConfig):
+    """Run ``batch.judge`` over ``suite``: ``(scores, verdicts, client)``.
+
+    Per-case LLM failures count as wrong and are listed (``scores["errors"]``), as
+    ``judge_suite`` reports them; but when the first cases all fail at the endpoint,
+    the last :class:`LLMError` is raised (the endpoint is down or refuses us).
+    """
+    client = LLMClient(config)
+    watched = _WatchedClient(client)
+    n = len(suite.cases)
+    give_up = min(JUDGE_ABORT_AFTER, n)
+
+    def watch(done: int, total: int) -> None:
+        if watched.answers == 0 and len(watched.failures) >= give_up:
+            raise watched.failures[-1]
+        progress(done, total)
+
+    try:
+        results, verdicts = judge_suite(suite, batch.judge, watched, progress=watch)
+    finally:
+        batch.llm_usage = _add_usage(batch.llm_usage, client.usage())
+    return score(results, locations=False), verdicts, client
+
+
+def batch_execute(*, batch_id: int, final_attempt: bool = True) -> Batch:
+    """Run every case of a queued batch, saving progress (throttled) and the scores.
+
+    A judge batch (``batch.judge``) runs the LLM judge instead of the engine and
+    records the model and the usage; when its endpoint fails transiently it raises
+    :class:`LLMRetry` with the batch queued again, unless ``final_attempt``: then the
+    batch fails with the reason.
+    """
     with transaction.atomic():
         batch = Batch.objects.select_for_update(of=("self",)).get(pk=batch_id)
         if batch.is_finished:
             return batch
         batch.status, batch.started_at, batch.done = RunStatus.RUNNING, timezone.now(), 0
-        batch.save(update_fields=["status", "started_at", "done"])
+        batch.attempts += 1
+        batch.save(update_fields=["status", "started_at", "done", "attempts"])
     last = [0.0]
+    retry: LLMRetry | None = None
+    verdicts = None
 
     def progress(done: int, total: int) -> None:
         now = time.monotonic()
@@ -757,15 +917,28 @@ def batch_execute(*, batch_id: int) -> Batch:
             total = len(suite.cases) + len(suite.errors)
             Batch.objects.filter(pk=batch.pk).update(total=total)
             batch.total = total
-            with warnings.catch_warnings(record=True) as seen:
-                warnings.simplefilter("always")
-                results = run_suite(
-                    suite, mode=batch.mode, extractor=batch.extractor, progress=progress
-                )
-            caught = sorted({str(w.message) for w in seen})
-            scores = score(results)
+            if batch.judge:
+                config = _check_judge(batch.judge)  # the key may have gone since
+                batch.llm_model = config.model
+                scores, verdicts, _ = _judge(batch, suite, progress, config)
+                caught = []
+            else:
+                with warnings.catch_warnings(record=True) as seen:
+                    warnings.simplefilter("always")
+                    results = run_suite(
+                        suite, mode=batch.mode, extractor=batch.extractor, progress=progress
+                    )
+                caught = sorted({str(w.message) for w in seen})
+                scores = score(results)
     except (OperationalError, InterfaceError):
         raise
+    except LLMError as exc:
+        where = LLMConfig.from_env().describe()
+        if exc.transient and not final_attempt:
+            batch.status, batch.error = RunStatus.QUEUED, ""
+            retry = LLMRetry(exc.reason)
+        else:
+            batch.status, batch.error = RunStatus.FAILED, f"{where}: {exc.reason}"
     except (ContractEvalError, ServiceError, ValueError) as exc:
         batch.status, batch.error = RunStatus.FAILED, str(exc)
     except Exception as exc:  # noqa: BLE001
@@ -778,9 +951,12 @@ def batch_execute(*, batch_id: int) -> Batch:
             "extractor": batch.extractor,
             "seconds": round(time.perf_counter() - t0, 3),
         }
+        if batch.judge:
+            batch.scores.update(judge=batch.judge, model=batch.llm_model, llm=batch.llm_usage)
+            batch.verdicts = verdicts
         batch.done = batch.total = scores["cases"]
     batch.seconds = round(time.perf_counter() - t0, 3)
-    batch.finished_at = timezone.now()
+    batch.finished_at = None if retry is not None else timezone.now()
     batch.save(
         update_fields=[
             "status",
@@ -791,8 +967,13 @@ def batch_execute(*, batch_id: int) -> Batch:
             "total",
             "seconds",
             "finished_at",
+            "llm_model",
+            "llm_usage",
+            "verdicts",
         ]
     )
+    if retry is not None:
+        raise retry
     return batch
 
 

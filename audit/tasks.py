@@ -4,6 +4,25 @@ from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
 from . import services
+from .runs import LLMRetry
+
+
+def _eager_or_retry(task, call):
+    """Run ``call(final_attempt)``; a transient LLM failure (:class:`LLMRetry`) retries.
+
+    With a broker the task raises and Celery's ``autoretry_for`` brings it back with
+    backoff; eagerly (tests, ``make run`` without Redis) there is no broker to come
+    back through, so it retries here, at once.
+    """
+    limit = task.max_retries or 0
+    if not task.request.is_eager:
+        return call(task.request.retries >= limit)
+    for attempt in range(limit + 1):
+        try:
+            return call(attempt >= limit)
+        except LLMRetry:
+            continue
+    raise AssertionError("unreachable: the last attempt is final")  # pragma: no cover
 
 
 @shared_task(
@@ -39,7 +58,8 @@ def run_proposals(self, run_id: int) -> dict:
 
 @shared_task(
     bind=True,
-    autoretry_for=(OperationalError, InterfaceError),
+    # LLMRetry: the LLM invariant judge failed transiently (rate limit, 5xx, timeout).
+    autoretry_for=(OperationalError, InterfaceError, LLMRetry),
     retry_backoff=True,
     retry_backoff_max=60,
     max_retries=5,
@@ -48,13 +68,14 @@ def execute_run(self, run_id: int) -> dict:
     """Evaluate conformance run ``run_id`` (queued by ``audit.runs.run_create``)."""
     from . import runs
 
-    run = runs.run_execute(run_id=run_id)
+    run = _eager_or_retry(self, lambda final: runs.run_execute(run_id=run_id, final_attempt=final))
     return {"run": run.pk, "status": run.status, "verdict": run.verdict}
 
 
 @shared_task(
     bind=True,
-    autoretry_for=(OperationalError, InterfaceError),
+    # LLMRetry: a judge batch's endpoint failed transiently (rate limit, 5xx, timeout).
+    autoretry_for=(OperationalError, InterfaceError, LLMRetry),
     retry_backoff=True,
     retry_backoff_max=60,
     max_retries=5,
@@ -63,5 +84,7 @@ def execute_batch(self, batch_id: int) -> dict:
     """Run every case of suite batch ``batch_id`` (queued by ``audit.runs.batch_create``)."""
     from . import runs
 
-    batch = runs.batch_execute(batch_id=batch_id)
+    batch = _eager_or_retry(
+        self, lambda final: runs.batch_execute(batch_id=batch_id, final_attempt=final)
+    )
     return {"batch": batch.pk, "status": batch.status, "cases": batch.total}
