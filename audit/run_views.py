@@ -73,9 +73,21 @@ class RunForm(forms.Form):
     model_name = forms.CharField(
         label="Model", required=False, max_length=200, help_text="the agent that made the trace"
     )
+    judge_invariants = forms.BooleanField(
+        label="Judge unchecked invariants with the LLM",
+        required=False,
+        help_text="invariants without a machine check and without a score in the document",
+    )
 
-    def __init__(self, *args, contracts=(), **kwargs):
+    def __init__(self, *args, contracts=(), llm_ready=None, **kwargs):
         super().__init__(*args, **kwargs)
+        if llm_ready is None:
+            llm_ready = _llm_ready()
+        if not llm_ready:
+            self.fields["judge_invariants"].widget.attrs.update(disabled=True, title=NO_LLM_SHORT)
+            self.fields[
+                "judge_invariants"
+            ].help_text = f"{NO_LLM_SHORT}: those invariants stay unjudged"
         groups = []
         for c in contracts:
             options = [
@@ -111,7 +123,33 @@ class VerdictForm(forms.Form):
     note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
 
 
+NO_LLM_SHORT = "no LLM endpoint configured"
+
+
+def _llm_ready() -> bool:
+    try:
+        return runs.llm_config().configured
+    except ServiceError:
+        return False
+
+
+class EvaluatorSelect(forms.Select):
+    """The evaluator choice, with the LLM judges disabled when no LLM is configured."""
+
+    llm_ready = True
+
+    def create_option(self, name, value, label, selected, index, subindex=None, attrs=None):
+        option = super().create_option(name, value, label, selected, index, subindex, attrs)
+        if not self.llm_ready and str(value).startswith("judge-"):
+            option["attrs"]["disabled"] = True
+            option["attrs"]["title"] = f"{NO_LLM_SHORT}: there is no offline judge"
+        return option
+
+
 class BatchForm(forms.Form):
+    evaluator = forms.ChoiceField(
+        choices=runs.EVALUATORS, initial=runs.CONTRACTEVAL, widget=EvaluatorSelect
+    )
     suite = forms.FileField(
         label="Suite archive (.zip)",
         required=False,
@@ -119,6 +157,11 @@ class BatchForm(forms.Form):
     )
     mode = forms.ChoiceField(choices=RunMode.choices, initial=RunMode.ORACLE)
     extractor = forms.ChoiceField(choices=ExtractorName.choices, initial=ExtractorName.NONE)
+
+    def __init__(self, *args, llm_ready=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.llm_ready = _llm_ready() if llm_ready is None else llm_ready
+        self.fields["evaluator"].widget.llm_ready = self.llm_ready
 
 
 # ---------------------------------------------------------------------------- runs
@@ -176,6 +219,7 @@ def run_create(request, slug):
                     mode=d["mode"],
                     extractor=d["extractor"],
                     model_name=d["model_name"],
+                    judge_invariants=bool(d.get("judge_invariants")),
                 )
             except ServiceError as exc:
                 error = str(exc)
@@ -425,6 +469,7 @@ def batch_create(request, slug):
                     extractor=form.cleaned_data["extractor"],
                     archive=archive,
                     name=upload.name if upload is not None else "",
+                    judge=runs.judge_of(form.cleaned_data["evaluator"]),
                 )
             except ServiceError as exc:
                 error = str(exc)
@@ -443,6 +488,7 @@ def _batch_context(batch, membership):
         "scores": scores,
         "rows": runs.family_rows(scores) if scores else [],
         "family_names": FAMILY_NAMES,
+        "judge_label": dict(runs.EVALUATORS).get(f"judge-{batch.judge}", "") if batch.judge else "",
     }
 
 

@@ -52,6 +52,7 @@ from .models import (
     ContractStatus,
     ExtractorName,
     InputKind,
+    JudgeKind,
     Membership,
     Project,
     Query,
@@ -778,6 +779,23 @@ def _check_options(mode: str, extractor: str) -> None:
         raise ServiceError(f"unknown extractor {extractor!r}: expected none, heuristic or llm")
     if mode == RunMode.ORACLE and extractor != ExtractorName.NONE:
         raise ServiceError("oracle mode uses the gold labels: choose the extractor 'none'")
+
+
+CONTRACTEVAL = "contracteval"
+EVALUATORS = [
+    (CONTRACTEVAL, "ContractEval (the engine: mode and extractor below)"),
+    *((f"judge-{v}", label) for v, label in JudgeKind.choices),
+]
+
+
+def judge_of(evaluator: str) -> str:
+    """The judge kind of an evaluator choice (``""`` for ContractEval itself)."""
+    if evaluator in ("", CONTRACTEVAL):
+        return ""
+    if evaluator.startswith("judge-") and evaluator[6:] in JUDGES:
+        return evaluator[6:]
+    names = ", ".join(v for v, _ in EVALUATORS)
+    raise ServiceError(f"unknown evaluator {evaluator!r}: expected one of {names}")
 
 
 def _check_judge(judge: str) -> LLMConfig | None:
