@@ -222,6 +222,7 @@ class RunViewSet(
                 mode=d["mode"],
                 extractor=d["extractor"],
                 model_name=d.get("model") or "",
+                judge_invariants=d.get("judge_invariants", False),
             )
         except services.ServiceError as exc:
             raise ValidationError({"input": [str(exc)]}) from exc
@@ -275,7 +276,10 @@ class BatchViewSet(
     viewsets.GenericViewSet,
 ):
     """Suite batches. POST ``{project, mode, extractor}`` runs the fixture suite; a
-    multipart ``suite`` file (zip of FORMAT.md §7) runs that suite (reviewer role)."""
+    multipart ``suite`` file (zip of FORMAT.md §7) runs that suite (reviewer role).
+    ``evaluator`` is ``contracteval`` (default) or an LLM judge baseline
+    (``judge-output``, ``judge-trace``, ``judge-trace-checklist``, ``judge-expected``),
+    which needs a configured LLM endpoint (400 naming it otherwise, nothing stored)."""
 
     serializer_class = BatchSerializer
     parser_classes = [JSONParser, FormParser, MultiPartParser]
@@ -307,6 +311,7 @@ class BatchViewSet(
                 extractor=str(request.data.get("extractor") or "none"),
                 archive=upload.read() if upload is not None else None,
                 name=upload.name if upload is not None else "",
+                judge=runs.judge_of(str(request.data.get("evaluator") or runs.CONTRACTEVAL)),
             )
         except services.ServiceError as exc:
             raise ValidationError({"detail": [str(exc)]}) from exc

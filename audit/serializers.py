@@ -108,6 +108,10 @@ class RunSerializer(serializers.ModelSerializer):
             "started_at",
             "finished_at",
             "report_url",
+            "judge_invariants",
+            "judged_invariants",
+            "llm_model",
+            "llm_usage",
         ]
         read_only_fields = fields
 
@@ -138,6 +142,11 @@ class RunCreateSerializer(serializers.Serializer):
     mode = serializers.ChoiceField(choices=RunMode.choices, default=RunMode.TOKEN)
     extractor = serializers.ChoiceField(choices=ExtractorName.choices, default=ExtractorName.NONE)
     model = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+    judge_invariants = serializers.BooleanField(
+        default=False,
+        help_text="score invariants without a machine check with the LLM invariant judge"
+        " (needs a configured LLM endpoint)",
+    )
 
 
 class VerdictSerializer(serializers.ModelSerializer):
@@ -151,6 +160,10 @@ class VerdictSerializer(serializers.ModelSerializer):
 
 class BatchSerializer(serializers.ModelSerializer):
     project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    evaluator = serializers.SerializerMethodField()
+
+    def get_evaluator(self, obj: Batch) -> str:
+        return f"judge-{obj.judge}" if obj.judge else "contracteval"
 
     class Meta:
         model = Batch
@@ -169,6 +182,11 @@ class BatchSerializer(serializers.ModelSerializer):
             "seconds",
             "created_at",
             "finished_at",
+            "evaluator",
+            "judge",
+            "llm_model",
+            "llm_usage",
+            "verdicts",
         ]
         read_only_fields = fields
 
