@@ -168,3 +168,119 @@ class QueryForm(forms.Form):
             for key, value in self.data.items()
             if key.startswith(self.BRANCH_PREFIX) and value
         }
+
+
+# ---------------------------------------------------------------------------- new contract
+
+MEDIA_TYPES = [("text/markdown", "Markdown (text/markdown)"), ("text/plain", "Plain text")]
+ARTIFACT_EXTENSIONS = (".md", ".markdown", ".txt")
+
+
+class ContractDetailsForm(forms.Form):
+    """The contract's own title, domain and the artifact's media type."""
+
+    title = forms.CharField(max_length=300)
+    domain = forms.CharField(
+        max_length=200, required=False, help_text="e.g. customer support, finance"
+    )
+    media_type = forms.ChoiceField(choices=MEDIA_TYPES, initial="text/markdown")
+
+    def __init__(self, *args, current: str | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        # a contract imported with another (or no) media type may keep it
+        if current is not None and current not in dict(MEDIA_TYPES):
+            self.fields["media_type"].choices = [*MEDIA_TYPES, (current, current or "(none)")]
+
+
+class NewContractForm(ContractDetailsForm):
+    """A draft contract over a new instruction artifact (pasted text or a file)."""
+
+    key = forms.CharField(
+        label="Contract id",
+        max_length=128,
+        required=False,
+        validators=[id_validator],
+        help_text="letters, digits and _ . : - ; suggested from the title when left empty",
+    )
+    text = forms.CharField(
+        label="Artifact text",
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 14, "spellcheck": "false"}),
+    )
+    file = forms.FileField(
+        label="…or upload a file",
+        required=False,
+        help_text=".md or .txt, UTF-8",
+        widget=forms.ClearableFileInput(attrs={"accept": ".md,.markdown,.txt,text/*"}),
+    )
+    propose = forms.BooleanField(label="Propose obligations now", required=False)
+    proposer = forms.ChoiceField(
+        choices=[("heuristic", "Heuristic"), ("llm", "LLM")], initial="heuristic", required=False
+    )
+
+    MAX_BYTES = 1024 * 1024  # 1 MiB of UTF-8
+
+    field_order = ["title", "key", "domain", "media_type", "text", "file", "propose", "proposer"]
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.project = project
+
+    @staticmethod
+    def suggest_key(title: str) -> str:
+        from django.utils.text import slugify
+
+        return slugify(title)[:128].strip("-_")
+
+    def clean_file(self):
+        upload = self.cleaned_data.get("file")
+        if not upload:
+            return None
+        if not upload.name.lower().endswith(ARTIFACT_EXTENSIONS):
+            raise forms.ValidationError("upload a .md or .txt file")
+        if upload.size > self.MAX_BYTES:
+            raise forms.ValidationError(
+                f"the file is {upload.size:,} bytes; the limit is {self.MAX_BYTES:,} bytes (1 MiB)"
+            )
+        raw = upload.read()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise forms.ValidationError(
+                f"the file is not UTF-8 text (byte {exc.start}); save it as UTF-8 and upload it"
+                " again"
+            ) from None
+        return text.removeprefix("\ufeff")
+
+    def clean_text(self):
+        # browsers send a textarea's line breaks as CRLF: store what the user pasted
+        text = self.cleaned_data.get("text", "").replace("\r\n", "\n")
+        if len(text.encode("utf-8")) > self.MAX_BYTES:
+            raise forms.ValidationError(f"the text is longer than {self.MAX_BYTES:,} bytes (1 MiB)")
+        return text
+
+    def clean(self):
+        data = super().clean()
+        text, upload = data.get("text", ""), data.get("file")
+        if "file" in self.errors or "text" in self.errors:
+            return data
+        if upload is not None and text.strip():
+            self.add_error("text", "paste the text or upload a file, not both")
+        elif upload is not None:
+            if not upload.strip():
+                self.add_error("file", "the file is empty")
+            data["artifact"] = upload
+        elif text.strip():
+            data["artifact"] = text
+        else:
+            self.add_error("text", "paste the artifact text or upload a .md or .txt file")
+        if not self.errors.get("key") and "title" in data:
+            key = data.get("key") or self.suggest_key(data["title"])
+            if not key:
+                self.add_error("key", "choose an id: none can be made from this title")
+            elif self.project.contracts.filter(key=key).exists():
+                self.add_error("key", f"a contract {key!r} exists already in this project")
+            data["key"] = key
+        data["proposer"] = (data.get("proposer") or "heuristic") if data.get("propose") else None
+        return data

@@ -18,6 +18,13 @@ VIEW = Role.ANNOTATOR
 EDIT = Role.ANNOTATOR  # propose, confirm, reject, edit, queries, new version
 REVIEW = Role.REVIEWER  # mark audited
 IMPORT = Role.REVIEWER
+# Starting a contract from a new artifact is annotation work: annotators and admins
+# (a reviewer-only member reviews what others start).
+CREATE_ROLES = frozenset({Role.ANNOTATOR, Role.ADMIN})
+
+
+def can_create(role: str) -> bool:
+    return role in CREATE_ROLES
 
 
 def has_role(role: str, minimum: str) -> bool:

@@ -7,6 +7,7 @@ before and after. They raise :class:`ServiceError` with a message fit for the us
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -26,6 +27,7 @@ from matching.propose import Proposals
 from matching.validate import audit_contract, load_contract
 
 from .models import (
+    ID_REGEX,
     Artifact,
     AuditRecord,
     Contract,
@@ -271,9 +273,21 @@ def contract_import(
 
 
 def contract_create(
-    *, project: Project, user, key: str, text: str, title: str = "", media_type: str = ""
+    *,
+    project: Project,
+    user,
+    key: str,
+    text: str,
+    title: str = "",
+    media_type: str = "",
+    domain: str = "",
 ) -> Contract:
     """A new, empty draft contract over an artifact text (then ask for proposals)."""
+    if not re.fullmatch(ID_REGEX, key or ""):
+        raise ServiceError(
+            f"the contract id {key!r} is not valid: letters, digits and _ . : - only,"
+            " starting with a letter or digit, at most 128 characters"
+        )
     if not text.strip():
         raise ServiceError("the artifact text is empty")
     with transaction.atomic():
@@ -282,6 +296,7 @@ def contract_create(
         doc = {
             "id": key,
             "title": title,
+            "domain": domain,
             "artifact": {"text": text, "media_type": media_type},
             "nodes": [],
         }
@@ -299,8 +314,89 @@ def contract_create(
             "create",
             "contract",
             key,
-            after={"title": title, "artifact": contract.artifact.content_hash},
+            after={
+                "title": title,
+                "domain": domain,
+                "media_type": media_type,
+                "artifact": contract.artifact.content_hash,
+            },
         )
+    return contract
+
+
+def contract_start(
+    *,
+    project: Project,
+    user,
+    key: str,
+    text: str,
+    title: str = "",
+    domain: str = "",
+    media_type: str = "",
+    proposer: str | None = None,
+) -> Contract:
+    """Start a draft from a new artifact text and, if ``proposer`` is given, queue a
+    proposal run on it: all or nothing (the run starts once the transaction commits)."""
+    if proposer is not None and proposer not in PROPOSERS:
+        raise ServiceError(f"unknown proposer {proposer!r}")
+    try:
+        with transaction.atomic():
+            contract = contract_create(
+                project=project,
+                user=user,
+                key=key,
+                text=text,
+                title=title,
+                media_type=media_type,
+                domain=domain,
+            )
+            if proposer is not None:
+                contract_request_proposals(contract=contract, user=user, proposer=proposer)
+    except IntegrityError as exc:  # a concurrent request took the same id
+        raise ServiceError(f"a contract {key!r} exists already in this project") from exc
+    return contract
+
+
+CONTRACT_DETAILS = ("title", "domain", "media_type")
+
+
+def contract_update_details(
+    *, contract: Contract, user, title: str, domain: str, media_type: str
+) -> Contract:
+    """Change a draft's (or in-review) title, domain and artifact media type.
+
+    The artifact row may be shared with other versions (even audited ones), so a new
+    media type points the contract at an artifact with the same text and that media
+    type instead of changing the shared row; the text and every span stay as they are.
+    """
+    _editable(contract)
+    with transaction.atomic():
+        contract = (
+            Contract.objects.select_for_update(of=("self",))
+            .select_related("artifact", "project")
+            .get(pk=contract.pk)
+        )
+        _editable(contract)
+        artifact = contract.artifact
+        before = {
+            "title": contract.title,
+            "domain": contract.domain,
+            "media_type": artifact.media_type,
+        }
+        after = {"title": title, "domain": domain, "media_type": media_type}
+        if before == after:
+            return contract
+        if media_type != artifact.media_type:
+            contract.artifact = Artifact.objects.filter(
+                project=contract.project,
+                content_hash=artifact.content_hash,
+                media_type=media_type,
+            ).first() or Artifact.objects.create(
+                project=contract.project, text=artifact.text, media_type=media_type
+            )
+        contract.title, contract.domain = title, domain
+        contract.save(update_fields=["title", "domain", "artifact", "updated_at"])
+        _record(contract, user, "edit", "contract", contract.key, before=before, after=after)
     return contract
 
 

@@ -11,6 +11,7 @@ import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -20,9 +21,11 @@ from matching.propose import suggest_id
 
 from . import selectors, services
 from .forms import (
+    ContractDetailsForm,
     EdgeForm,
     ImportForm,
     InvariantForm,
+    NewContractForm,
     NewInvariantForm,
     NewNodeForm,
     NodeForm,
@@ -30,7 +33,16 @@ from .forms import (
     SpanForm,
 )
 from .models import Edge, Invariant, Node, NodeType, Query, Span
-from .permissions import EDIT, IMPORT, REVIEW, VIEW, contract_for, has_role, project_for
+from .permissions import (
+    EDIT,
+    IMPORT,
+    REVIEW,
+    VIEW,
+    can_create,
+    contract_for,
+    has_role,
+    project_for,
+)
 
 
 def _is_htmx(request) -> bool:
@@ -97,6 +109,16 @@ def _context(
         "query_form": query_form,
         "preview": preview,
         "edit_invariant": edit_invariant,
+        "details_form": ContractDetailsForm(
+            initial={
+                "title": contract.title,
+                "domain": contract.domain,
+                "media_type": contract.artifact.media_type,
+            },
+            current=contract.artifact.media_type,
+        )
+        if writable
+        else None,
     }
 
 
@@ -141,9 +163,56 @@ def project_detail(request, slug):
             "membership": membership,
             "contracts": selectors.project_contracts(project),
             "can_import": has_role(membership.role, IMPORT),
+            "can_create": can_create(membership.role),
             "import_form": ImportForm(),
         },
     )
+
+
+def _form_errors(form) -> str:
+    """Every error of ``form`` in one line, each named by its field's label."""
+    parts = []
+    for name, errors in form.errors.items():
+        label = form[name].label if name in form.fields else ""
+        parts += [f"{label}: {e}" if label else str(e) for e in errors]
+    return "; ".join(parts)
+
+
+@login_required
+def contract_new(request, slug):
+    """A draft contract from a new instruction artifact (GET: the form; POST: create)."""
+    project, membership = project_for(request.user, slug, VIEW)
+    if not can_create(membership.role):
+        raise PermissionDenied("starting a contract needs the annotator or admin role")
+    status = 200
+    if request.method == "POST":
+        form = NewContractForm(request.POST, request.FILES, project=project)
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                contract = services.contract_start(
+                    project=project,
+                    user=request.user,
+                    key=data["key"],
+                    text=data["artifact"],
+                    title=data["title"],
+                    domain=data["domain"],
+                    media_type=data["media_type"],
+                    proposer=data["proposer"],
+                )
+            except services.ServiceError as exc:
+                form.add_error(None, str(exc))
+            else:
+                note = " Proposing obligations…" if data["proposer"] else ""
+                messages.success(request, f"Started {contract.key} v1.{note}")
+                return redirect("audit:workspace", pk=contract.pk)
+        status = 400
+    elif request.method == "GET":
+        form = NewContractForm(project=project)
+    else:
+        return HttpResponse(status=405, headers={"Allow": "GET, POST"})
+    ctx = {"project": project, "membership": membership, "form": form}
+    return render(request, "audit/contract_new.html", ctx, status=status)
 
 
 @login_required
@@ -170,6 +239,7 @@ def contract_import(request, slug):
         "membership": membership,
         "contracts": selectors.project_contracts(project),
         "can_import": True,
+        "can_create": can_create(membership.role),
         "import_form": form,
         "import_error": error,
     }
@@ -648,3 +718,20 @@ def contract_new_version(request, pk):
         response["HX-Redirect"] = url
         return response
     return redirect(url)
+
+
+@login_required
+@require_POST
+def contract_details(request, pk):
+    """Change the contract's title, domain and media type (not once it is audited)."""
+    contract, membership = contract_for(request.user, pk, EDIT)
+    form = ContractDetailsForm(request.POST, current=contract.artifact.media_type)
+    if not form.is_valid():
+        return _respond(request, contract, membership, error=_form_errors(form), status=422)
+    try:
+        contract = services.contract_update_details(
+            contract=contract, user=request.user, **form.cleaned_data
+        )
+    except services.ServiceError as exc:
+        return _respond(request, contract, membership, error=str(exc), status=422)
+    return _respond(request, contract, membership)
