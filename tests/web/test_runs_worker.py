@@ -7,10 +7,7 @@ commits), routed to a queue of this test's own worker.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -20,7 +17,7 @@ from audit.models import Batch, Run
 from matching.suite import load_suite, perturb_suite, write_suite
 
 from .conftest import ensure_fixture_suite, require_service
-from .test_worker import REDIS_URL, _database_url, _redis_up
+from .workers import REDIS_URL, new_queue, redis_up, start_worker, stop_worker, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.worker]
@@ -32,37 +29,9 @@ def worker(transactional_db, monkeypatch):
     """A worker process on a private queue; ``.delay`` of our tasks goes to it."""
     from celery import Celery
 
-    require_service(_redis_up(), f"Redis is not reachable at {REDIS_URL}")
-    queue = f"contracteval-test-{uuid.uuid4().hex[:8]}"
-    env = os.environ | {
-        "DATABASE_URL": _database_url(),
-        "CELERY_BROKER_URL": REDIS_URL,
-        "DJANGO_SETTINGS_MODULE": "contracteval_site.settings",
-    }
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "contracteval_site",
-            "worker",
-            "--pool=solo",
-            "--loglevel=INFO",
-            "-Q",
-            queue,
-            "--without-heartbeat",
-            "--without-gossip",
-            "--without-mingle",
-            "-n",
-            f"{queue}@%h",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    require_service(redis_up(), f"Redis is not reachable at {REDIS_URL}")
+    queue = new_queue()
+    proc = start_worker(queue)
     sender = Celery(broker=REDIS_URL)
     for hook, name in (("enqueue_run", "execute_run"), ("enqueue_batch", "execute_batch")):
         monkeypatch.setattr(
@@ -72,23 +41,7 @@ def worker(transactional_db, monkeypatch):
         )
     state = {"output": ""}
     yield proc, state
-    proc.terminate()
-    try:
-        state["output"], _ = proc.communicate(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        state["output"], _ = proc.communicate()
-
-
-def _wait(obj, proc, seconds: float, seen: list[int] | None = None):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and proc.poll() is None:
-        obj.refresh_from_db()
-        if seen is not None:
-            seen.append(obj.done)
-        if obj.status in ("done", "failed"):
-            return
-        time.sleep(0.1)
+    state["output"] = stop_worker(proc)
 
 
 def _output(proc) -> str:
@@ -113,7 +66,7 @@ def test_a_worker_completes_a_run(worker, project, users, refund_doc):
         model_name="worker-test",
     )
     assert created and run.status == "queued"
-    _wait(run, proc, 60)
+    wait_for(run, proc, 60)
     assert run.status == "done", f"run is {run.status!r} {run.error}; worker: {_output(proc)}"
     assert run.verdict == "non_clean" and run.report["failures"] and run.overlay
     assert Run.objects.count() == 1
@@ -153,7 +106,7 @@ def test_a_worker_runs_the_full_fixture_suite_as_one_batch(
     )
     queued = time.perf_counter()
     seen: list[int] = []
-    _wait(batch, proc, 600, seen)
+    wait_for(batch, proc, 600, seen)
     wall = time.perf_counter() - queued
     assert batch.status == "done", f"batch is {batch.status!r} {batch.error}; {_output(proc)}"
     assert batch.done == batch.total == n == batch.scores["cases"]
