@@ -343,3 +343,10 @@ def test_the_console_script_is_installed():
     )
     assert result.returncode == 0, result.stderr
     assert "0 error(s)" in result.stdout
+
+
+def test_bench_passes_its_own_options_through(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "--help"])
+    assert exc.value.code == 0
+    assert "--quick" in capsys.readouterr().out
