@@ -148,7 +148,10 @@ class EvaluatorSelect(forms.Select):
 
 class BatchForm(forms.Form):
     evaluator = forms.ChoiceField(
-        choices=runs.EVALUATORS, initial=runs.CONTRACTEVAL, widget=EvaluatorSelect
+        choices=runs.EVALUATORS,
+        initial=runs.CONTRACTEVAL,
+        required=False,  # absent (older clients): ContractEval
+        widget=EvaluatorSelect,
     )
     suite = forms.FileField(
         label="Suite archive (.zip)",
