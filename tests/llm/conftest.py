@@ -13,19 +13,7 @@ import pytest
 from matching.llm.client import LLMClient
 from matching.llm.config import LLMConfig
 
-from .fake_openai import FakeOpenAI
-
-ENV_NAMES = (
-    "CONTRACTEVAL_LLM_API_KEY",
-    "OPENAI_API_KEY",
-    "CONTRACTEVAL_LLM_BASE_URL",
-    "OPENAI_BASE_URL",
-    "CONTRACTEVAL_LLM_MODEL",
-    "CONTRACTEVAL_LLM_TIMEOUT",
-    "CONTRACTEVAL_LLM_MAX_RETRIES",
-    "CONTRACTEVAL_LLM_BACKOFF",
-    "CONTRACTEVAL_LLM_CHUNK_CHARS",
-)
+from .fake_openai import ENV_NAMES, FakeOpenAI
 
 
 @pytest.fixture(autouse=True)

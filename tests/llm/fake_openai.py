@@ -114,3 +114,29 @@ class FakeOpenAI:
 
     def system_message(self, i: int = -1) -> str:
         return next(m["content"] for m in self.requests[i]["messages"] if m["role"] == "system")
+
+
+# Every variable the LLM configuration reads: tests clear them so a developer's real key
+# never reaches a test (or is sent anywhere).
+ENV_NAMES = (
+    "CONTRACTEVAL_LLM_API_KEY",
+    "OPENAI_API_KEY",
+    "CONTRACTEVAL_LLM_BASE_URL",
+    "OPENAI_BASE_URL",
+    "CONTRACTEVAL_LLM_MODEL",
+    "CONTRACTEVAL_LLM_TIMEOUT",
+    "CONTRACTEVAL_LLM_MAX_RETRIES",
+    "CONTRACTEVAL_LLM_BACKOFF",
+    "CONTRACTEVAL_LLM_CHUNK_CHARS",
+)
+TEST_KEY = "sk-test-never-shown"
+
+
+def point_env_at(monkeypatch, server: FakeOpenAI, *, key: str = TEST_KEY) -> None:
+    """Configure the app, through its environment, to use ``server`` with fast retries."""
+    monkeypatch.setenv("CONTRACTEVAL_LLM_API_KEY", key)
+    monkeypatch.setenv("CONTRACTEVAL_LLM_BASE_URL", server.base_url)
+    monkeypatch.setenv("CONTRACTEVAL_LLM_MODEL", "fake-model")
+    monkeypatch.setenv("CONTRACTEVAL_LLM_TIMEOUT", "2")
+    monkeypatch.setenv("CONTRACTEVAL_LLM_MAX_RETRIES", "1")
+    monkeypatch.setenv("CONTRACTEVAL_LLM_BACKOFF", "0.01")

@@ -105,3 +105,34 @@ def ensure_fixture_suite() -> Path:
 @pytest.fixture(scope="session")
 def fixture_suite() -> Path:
     return ensure_fixture_suite()
+
+
+# ---------------------------------------------------------------- an LLM endpoint (fake)
+
+
+@pytest.fixture(autouse=True)
+def no_llm_env(monkeypatch):
+    """No test sees a developer's real LLM key: the offline default unless a test opts in."""
+    from llm.fake_openai import ENV_NAMES
+
+    for name in ENV_NAMES:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def fake():
+    """A real OpenAI-compatible server on 127.0.0.1 answering from a script."""
+    from llm.fake_openai import FakeOpenAI
+
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def llm_env(monkeypatch, fake):
+    """The app configured, through its environment, to use the fake server."""
+    from llm.fake_openai import point_env_at
+
+    point_env_at(monkeypatch, fake)
+    return fake

@@ -10,12 +10,11 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from llm.fake_openai import FakeOpenAI, completion, error
+from llm.fake_openai import completion, error
 from rest_framework.test import APIClient
 
 from audit import runs, services
@@ -23,42 +22,7 @@ from audit.models import Batch, Run
 from matching.suite import load_suite, perturb_suite, write_suite
 
 pytestmark = pytest.mark.django_db
-ENV_NAMES = (
-    "CONTRACTEVAL_LLM_API_KEY",
-    "OPENAI_API_KEY",
-    "CONTRACTEVAL_LLM_BASE_URL",
-    "OPENAI_BASE_URL",
-    "CONTRACTEVAL_LLM_MODEL",
-    "CONTRACTEVAL_LLM_TIMEOUT",
-    "CONTRACTEVAL_LLM_MAX_RETRIES",
-    "CONTRACTEVAL_LLM_BACKOFF",
-    "CONTRACTEVAL_LLM_CHUNK_CHARS",
-)
 N_CASES = 4
-
-
-@pytest.fixture(autouse=True)
-def no_llm_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ENV_NAMES:
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
-    server = FakeOpenAI().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def llm_env(monkeypatch: pytest.MonkeyPatch, fake: FakeOpenAI) -> FakeOpenAI:
-    monkeypatch.setenv("CONTRACTEVAL_LLM_API_KEY", "sk-test-never-shown")
-    monkeypatch.setenv("CONTRACTEVAL_LLM_BASE_URL", fake.base_url)
-    monkeypatch.setenv("CONTRACTEVAL_LLM_MODEL", "fake-model")
-    monkeypatch.setenv("CONTRACTEVAL_LLM_TIMEOUT", "2")
-    monkeypatch.setenv("CONTRACTEVAL_LLM_MAX_RETRIES", "1")
-    monkeypatch.setenv("CONTRACTEVAL_LLM_BACKOFF", "0.01")
-    return fake
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,11 @@ Celery runs eagerly here, so its retries run too (without the backoff waits).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from llm.fake_openai import FakeOpenAI, completion, error
+from llm.fake_openai import TEST_KEY as KEY
+from llm.fake_openai import completion, error
 
 from audit import services
 from audit.context_processors import NOT_CONFIGURED, llm_status_from_env
@@ -20,44 +20,7 @@ from audit.tasks import run_proposals
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
-ENV_NAMES = (
-    "CONTRACTEVAL_LLM_API_KEY",
-    "OPENAI_API_KEY",
-    "CONTRACTEVAL_LLM_BASE_URL",
-    "OPENAI_BASE_URL",
-    "CONTRACTEVAL_LLM_MODEL",
-    "CONTRACTEVAL_LLM_TIMEOUT",
-    "CONTRACTEVAL_LLM_MAX_RETRIES",
-    "CONTRACTEVAL_LLM_BACKOFF",
-    "CONTRACTEVAL_LLM_CHUNK_CHARS",
-)
-KEY = "sk-test-never-shown"
 HALLUCINATED = "Always refund the full amount without asking any questions."
-
-
-@pytest.fixture(autouse=True)
-def no_llm_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A developer's real key must never reach a test (or be sent anywhere)."""
-    for name in ENV_NAMES:
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
-    server = FakeOpenAI().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def llm_env(monkeypatch: pytest.MonkeyPatch, fake: FakeOpenAI) -> FakeOpenAI:
-    monkeypatch.setenv("CONTRACTEVAL_LLM_API_KEY", KEY)
-    monkeypatch.setenv("CONTRACTEVAL_LLM_BASE_URL", fake.base_url)
-    monkeypatch.setenv("CONTRACTEVAL_LLM_MODEL", "fake-model")
-    monkeypatch.setenv("CONTRACTEVAL_LLM_TIMEOUT", "2")
-    monkeypatch.setenv("CONTRACTEVAL_LLM_MAX_RETRIES", "1")
-    monkeypatch.setenv("CONTRACTEVAL_LLM_BACKOFF", "0.01")
-    return fake
 
 
 @pytest.fixture
