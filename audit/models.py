@@ -13,6 +13,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
+from matching.evaluate import METRICS
+
 ID_REGEX = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
 
 
@@ -407,14 +409,7 @@ FAMILY_FIELDS = {
     "invariant_violation": "n_invariant_violation",
     "output_contract": "n_output_contract",
 }
-METRIC_FIELDS = (
-    "required_recall",
-    "observed_precision",
-    "edge_conformance",
-    "branch_correctness",
-    "invariant_score",
-    "output_validity",
-)
+METRIC_FIELDS = METRICS  # one column per report metric, named as in the report
 
 
 class Run(models.Model):
