@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from llm.fake_openai import FakeOpenAI, completion
-from web.test_llm_wiring import ENV_NAMES, HALLUCINATED, answer
+from llm.fake_openai import ENV_NAMES, FakeOpenAI, completion, point_env_at
+from web.test_llm_wiring import HALLUCINATED, answer
 
 from audit import services
 from audit.models import Membership, Project
@@ -31,9 +31,7 @@ def test_annotator_requests_llm_proposals_and_sees_what_was_discarded(
     try:
         for name in ENV_NAMES:
             monkeypatch.delenv(name, raising=False)
-        monkeypatch.setenv("CONTRACTEVAL_LLM_API_KEY", "test-key")
-        monkeypatch.setenv("CONTRACTEVAL_LLM_BASE_URL", fake.base_url)
-        monkeypatch.setenv("CONTRACTEVAL_LLM_MODEL", "fake-model")
+        point_env_at(monkeypatch, fake)
         fake.push(completion(answer(doc), prompt_tokens=900, completion_tokens=400))
 
         page.goto(f"{live_server.url}/login/")
