@@ -21,7 +21,6 @@ Observed nodes left over are classified: wrong-branch nodes, repeats, or extra a
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,7 +31,7 @@ from .formats import Observed, ObservedNode
 from .similarity import THRESHOLD, similarity_matrix, strip_role_tag, tokens
 
 MODES = ("oracle", "token")
-_CALL = re.compile(r"^(?:\[tool\] )?([A-Za-z_][\w.-]*)\(")
+_TOOL_TAG = "[tool] "
 
 
 @dataclass
@@ -92,14 +91,15 @@ def observed_tokens(n: ObservedNode, text: str) -> frozenset[str]:
     return tokens(f"{n.label} {n.description} {quotes}")
 
 
-def tool_calls(n: ObservedNode, text: str) -> set[str]:
-    """Names of the tools whose calls evidence ``n``."""
-    out = set()
+def calls_tool(n: ObservedNode, text: str, names: set[str]) -> bool:
+    """Whether a span of ``n``, after an optional ``[tool] `` tag, starts with ``name(``
+    for one of ``names`` (any tool name, whatever its characters)."""
     for s in n.evidence:
-        m = _CALL.match(text[s.start : s.end])
-        if m:
-            out.add(m.group(1))
-    return out
+        quote = text[s.start : s.end]
+        quote = quote.removeprefix(_TOOL_TAG)
+        if any(quote.startswith(name + "(") for name in names):
+            return True
+    return False
 
 
 def align(expected: Expected, obs: Observed, *, mode: str = "token") -> Alignment:
@@ -149,12 +149,10 @@ def _token(expected: Expected, kept: list[ObservedNode], text: str) -> Alignment
     s = similarity_matrix(exp_tokens, obs_tokens)
     # An agent's tool call is the strongest evidence there is.
     bound = [(i, set(n.tools)) for i, n in enumerate(all_exp) if n.tools]
-    if bound:
-        calls = [tool_calls(o, text) for o in kept]
-        for i, names in bound:
-            for j, called in enumerate(calls):
-                if names & called:
-                    s[i, j] = 1.0
+    for i, names in bound:
+        for j, o in enumerate(kept):
+            if calls_tool(o, text, names):
+                s[i, j] = 1.0
     n_act = len(rows)
     act = s[:n_act]
     weights = np.where(act >= THRESHOLD, act, 0.0)
