@@ -370,8 +370,9 @@ def agent_text(observed: Observed) -> str:
                 keep = line.startswith(("[assistant] ", "[tool] "))
                 if keep:
                     events.append(line)
-            elif keep and events and line.strip():
-                # continuation lines (and stray untagged lines) belong to the event above
+            elif keep and events and line:
+                # continuation lines (a blank one is "  "), and stray untagged lines,
+                # belong to the event above
                 events[-1] += "\n" + line
         text = "\n".join(events)
     else:
