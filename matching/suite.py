@@ -224,11 +224,13 @@ def score(results: Sequence[CaseResult], *, locations: bool = True) -> dict[str,
     per_family: dict[str, dict[str, Any]] = {}
     perturbed = [r for r in results if not r.clean and r.family]
     loc_hits = exact_hits = 0
+    raw_rates: list[tuple[int, int]] = []
     for fam in sorted({r.family for r in perturbed if r.family}, key=_family_order):
         rows = [r for r in perturbed if r.family == fam]
         det = sum(1 for r in rows if r.verdict == "non_clean")
         loc = sum(1 for r in rows if (r.family, r.location) in r.failures)
         exact = sum(1 for r in rows if set(r.failures) == {(r.family, r.location)})
+        raw_rates.append((det, len(rows)))
         loc_hits += loc
         exact_hits += exact
         per_family[fam] = {
@@ -238,11 +240,12 @@ def score(results: Sequence[CaseResult], *, locations: bool = True) -> dict[str,
             "exact_localization": _share(exact, len(rows)) if locations else None,
         }
     specificity = _share(spec_ok, len(clean))
-    rates = [v["detection"] for v in per_family.values() if v["detection"] is not None]
+    # from the unrounded rates: rounding twice can move the 6th decimal
+    rates = [det / n for det, n in raw_rates if n]
     balanced = (
         None
-        if specificity is None or not rates
-        else round((sum(rates) / len(rates) + specificity) / 2, 6)
+        if not clean or not rates
+        else round((sum(rates) / len(rates) + spec_ok / len(clean)) / 2, 6)
     )
     return {
         "cases": total,
