@@ -406,7 +406,7 @@ def _branch_steps(c: Contract, outcome: str) -> list[str]:
         if node.type == "branch_condition" and c.by_id[node.parent or ""].type == "decision":
             if c.outcomes[node.parent or ""][0] != n:
                 continue
-        elif node.required and not node.checked_output:
+        if node.required and not node.checked_output:
             out.append(n)
         stack.extend(reversed(c.children[n]))
     return out

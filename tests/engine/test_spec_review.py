@@ -9,7 +9,8 @@ from typing import Any
 
 from matching.conditioning import condition
 from matching.evaluate import agent_text, evaluate_detailed
-from matching.formats import read_observed
+from matching.formats import read_case, read_observed
+from matching.perturb import perturb_case
 from matching.suite import CaseResult, score
 from matching.validate import load_contract
 
@@ -75,3 +76,48 @@ def test_balanced_accuracy_is_computed_from_unrounded_rates() -> None:
     results.append(CaseResult("p1", False, "omission", "x", "clean", []))
     # specificity 1/3, omission detection 0: (0 + 1/3) / 2 = 1/6 = 0.1666666...
     assert score(results)["balanced_detection_accuracy"] == 0.166667
+
+
+# ALGORITHMS.md §5, wrong_branch: insert "one node for B' and one for each required node
+# below it (nested decisions take their first declared outcome)" -- a required first
+# outcome of a nested decision is a required node below B' and gets its node too.
+def test_wrong_branch_inserts_a_required_first_outcome_of_a_nested_decision() -> None:
+    contract = load_contract(
+        make_contract(
+            [
+                {"id": "goal", "type": "intent"},
+                {"id": "gate", "type": "decision", "parent": "goal"},
+                {"id": "yes", "type": "branch_condition", "parent": "gate", "required": False},
+                {"id": "do_yes", "parent": "yes"},
+                {"id": "no", "type": "branch_condition", "parent": "gate", "required": False},
+                {"id": "inner", "type": "decision", "parent": "no"},
+                {"id": "in_a", "type": "branch_condition", "parent": "inner"},
+                {"id": "do_a", "parent": "in_a"},
+                {"id": "in_b", "type": "branch_condition", "parent": "inner"},
+                {"id": "do_b", "parent": "in_b"},
+            ],
+            edges=[
+                {"source": "gate", "target": "yes", "kind": "branches_to"},
+                {"source": "gate", "target": "no", "kind": "branches_to"},
+                {"source": "inner", "target": "in_a", "kind": "branches_to"},
+                {"source": "inner", "target": "in_b", "kind": "branches_to"},
+            ],
+            queries=[{"id": "q", "branches": {"gate": "yes"}}],
+        )
+    )
+    obs = _observed(
+        [("o1", "[assistant] Decided the gate.", "gate"), ("o2", "[assistant] Did yes.", "do_yes")]
+    )
+    case = read_case(
+        {
+            "format": "contracteval.case/v1",
+            "id": "crafted/q",
+            "contract": "crafted",
+            "query": "q",
+            "observed": obs,
+            "label": {"clean": True},
+        }
+    )
+    made = perturb_case(contract, case, "wrong_branch")
+    assert made is not None
+    assert [n.gold for n in made.observed.nodes] == ["gate", "no", "inner", "in_a", "do_a"]
