@@ -91,15 +91,15 @@ def observed_tokens(n: ObservedNode, text: str) -> frozenset[str]:
     return tokens(f"{n.label} {n.description} {quotes}")
 
 
-def calls_tool(n: ObservedNode, text: str, names: set[str]) -> bool:
-    """Whether a span of ``n``, after an optional ``[tool] `` tag, starts with ``name(``
-    for one of ``names`` (any tool name, whatever its characters)."""
-    for s in n.evidence:
-        quote = text[s.start : s.end]
-        quote = quote.removeprefix(_TOOL_TAG)
-        if any(quote.startswith(name + "(") for name in names):
-            return True
-    return False
+def call_quotes(n: ObservedNode, text: str) -> list[str]:
+    """The texts of ``n``'s spans without an optional leading ``[tool] `` tag."""
+    return [text[s.start : s.end].removeprefix(_TOOL_TAG) for s in n.evidence]
+
+
+def calls_tool(quotes: list[str], names: set[str]) -> bool:
+    """Whether one of ``quotes`` starts with ``name(`` for a name of ``names`` (a call of
+    that tool, ALGORITHMS.md §2), whatever characters the name has."""
+    return any(q.startswith(name + "(") for q in quotes for name in names)
 
 
 def align(expected: Expected, obs: Observed, *, mode: str = "token") -> Alignment:
@@ -149,10 +149,16 @@ def _token(expected: Expected, kept: list[ObservedNode], text: str) -> Alignment
     s = similarity_matrix(exp_tokens, obs_tokens)
     # An agent's tool call is the strongest evidence there is.
     bound = [(i, set(n.tools)) for i, n in enumerate(all_exp) if n.tools]
-    for i, names in bound:
-        for j, o in enumerate(kept):
-            if calls_tool(o, text, names):
-                s[i, j] = 1.0
+    if bound:
+        quotes = [call_quotes(o, text) for o in kept]
+        # the text before the first "(" of each quote: a quick test for plain names
+        heads = [{q.partition("(")[0] for q in qs if "(" in q} for qs in quotes]
+        for i, names in bound:
+            plain = {x for x in names if "(" not in x}
+            odd = names - plain
+            for j, qs in enumerate(quotes):
+                if plain & heads[j] or (odd and calls_tool(qs, odd)):
+                    s[i, j] = 1.0
     n_act = len(rows)
     act = s[:n_act]
     weights = np.where(act >= THRESHOLD, act, 0.0)
