@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -307,6 +308,11 @@ class NodeDetail:
     in_edges: list[tuple[Edge, Node]]
     invariants: list[Invariant]
     children: list[Node]
+
+    @property
+    def meta_json(self) -> str:
+        """The node's meta as JSON, as the edit form and the export write it."""
+        return json.dumps(self.node.meta, ensure_ascii=False, sort_keys=True)
 
 
 def node_detail(rows: ContractRows, node: Node) -> NodeDetail:

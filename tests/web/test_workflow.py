@@ -97,6 +97,8 @@ def test_edit_sets_fields_marks_edited_and_refuses_a_stale_version(login, contra
         "any",
     )
     assert node.meta == {"tool": "send_email"} and node.review_status == "edited"
+    # the panel shows meta as the JSON the edit form takes, not a Python dict
+    assert "{&quot;tool&quot;: &quot;send_email&quot;}" in r.content.decode()
     stale = client.post(f"/c/{contract.pk}/nodes/{node.pk}/edit/", data | {"label": "x"}, **HTMX)
     assert stale.status_code == 422 and "changed by someone else" in stale.content.decode()
 
