@@ -112,3 +112,27 @@ def test_annotator_confirms_with_the_keyboard_and_adds_a_node_from_a_selection(
     page.keyboard.press("?")
     page.wait_for_selector("#help:not([hidden])")
     shot(page, "help")
+
+
+def test_query_text_typed_after_the_id_survives_and_the_preview_follows_outcomes(
+    live_server, page, draft
+):
+    page.goto(f"{live_server.url}/login/")
+    page.fill("input[name=username]", "ann")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.goto(f"{live_server.url}/c/{draft.pk}/")
+    page.click("[data-tab=queries]")
+    # leaving the id field (a change event) must not re-render the form under the text
+    page.fill("#ws-queries input[name=query_id]", "q9")
+    page.fill("#ws-queries textarea[name=text]", "Refund order 1042 <script>x</script>")
+    page.wait_for_timeout(500)
+    assert page.input_value("#ws-queries textarea[name=text]").startswith("Refund order 1042")
+    # choosing an outcome still refreshes the preview, keeping what was typed
+    select = page.locator("#ws-queries select[name^='branch:']").first
+    select.select_option(index=1)
+    page.wait_for_selector("[data-testid=query-preview]")
+    assert page.input_value("#ws-queries textarea[name=text]").startswith("Refund order 1042")
+    page.click("#ws-queries button[type=submit]")
+    page.wait_for_selector("#ws-queries .alert.ok")
+    assert draft.queries.get(query_id="q9").text == "Refund order 1042 <script>x</script>"
