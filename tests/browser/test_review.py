@@ -120,6 +120,10 @@ def test_a_reviewer_uploads_a_trace_reads_the_overlay_and_records_a_verdict(
     page.select_option("select[name=target]", next(v for v in options if v.endswith("|q1")))
     page.fill("input[name=model_name]", "shop-agent-v3")
     page.fill("textarea[name=text]", json.dumps(CHAT, indent=1))
+    # the LLM-judging checkbox sits beside its label, not alone between the columns
+    box = page.locator("input[name=judge_invariants]").bounding_box()
+    label = page.locator("label.check").bounding_box()
+    assert box and label and abs(box["x"] - label["x"]) < 12
     shot(page, "review-new-run")
     page.click("text=Run the check")
 
@@ -139,6 +143,12 @@ def test_a_reviewer_uploads_a_trace_reads_the_overlay_and_records_a_verdict(
     drawn = int(page.get_attribute("#overlay", "data-rendered-nodes"))
     assert drawn == len(run.overlay["nodes"]) > 5
     assert page.locator("[data-testid=trace] mark").count() >= 1  # evidence highlighted
+    # the overlay's columns fit inside its frame (the head's metrics used to push them out)
+    assert page.evaluate(
+        "() => { const o = document.getElementById('overlay');"
+        " const body = o.querySelector('.ce-body').getBoundingClientRect();"
+        " return body.right <= o.getBoundingClientRect().right + 0.5; }"
+    )
     page.wait_for_timeout(300)
     shot(page, "review-run")
 
