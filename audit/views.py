@@ -542,8 +542,6 @@ def invariant_edit(request, pk, inv_pk):
             form=form,
             edit_invariant=invariant,
         )
-    if not _is_htmx(request):
-        return redirect(_workspace_url(contract))
     form = InvariantForm(
         initial={
             "inv_id": invariant.inv_id,
@@ -557,7 +555,8 @@ def invariant_edit(request, pk, inv_pk):
     ctx = _context(
         request, contract, membership, panel="edit_invariant", form=form, edit_invariant=invariant
     )
-    return render(request, "audit/workspace.html#detail", ctx)
+    # a plain link renders the whole workspace with the form in the detail panel
+    return render(request, "audit/workspace.html" + ("#detail" if _is_htmx(request) else ""), ctx)
 
 
 @login_required
@@ -592,9 +591,9 @@ def query_preview(request, pk):
         query = get_object_or_404(Query, pk=data["load"], contract=contract)
         data = _query_data(query)
     form, preview = _query_state(request, contract, data)
-    if not _is_htmx(request):
-        return redirect(_workspace_url(contract))
     ctx = _context(request, contract, membership, query_form=form, preview=preview)
+    if not _is_htmx(request):  # a plain link: the whole workspace, queries tab open
+        return render(request, "audit/workspace.html", {**ctx, "open_tab": "queries"})
     return render(request, "audit/workspace.html#queries", ctx)
 
 

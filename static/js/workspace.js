@@ -10,7 +10,7 @@
   const $$ = (sel, root = document) => Array.from(root.querySelectorAll(sel));
   const esc = (id) => id.replace(/["\\]/g, "\\$&");
   let current = ($("#ws-detail") || {}).dataset?.node || null;
-  let tab = "audit";
+  let tab = ws.dataset.tab || "audit"; // a link without htmx may open another tab
   let selection = null; // {start, end} in code points of the artifact
 
   // ---- CSRF for every htmx request (also htmx.ajax calls from this file)
@@ -54,6 +54,7 @@
     const t = e.target.closest(".tab");
     if (t) { tab = t.dataset.tab; applyTab(); }
   });
+  if (tab !== "audit") applyTab();
 
   // ---- after every swap: keep the selection, the tab and the URL in step
   document.body.addEventListener("htmx:afterSettle", (e) => {
