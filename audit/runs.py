@@ -198,8 +198,15 @@ def prepare_input(
             if stripped[:1] in ("{", "["):
                 try:
                     parsed = json.loads(stripped)
-                except json.JSONDecodeError:
-                    parsed = None
+                except json.JSONDecodeError as exc:
+                    # Text that opens like JSON is almost always a broken upload, not an
+                    # agent's answer: say so rather than evaluate it as prose.
+                    raise ContractEvalError(
+                        f"this looks like JSON but is not valid JSON ({exc.msg} at line"
+                        f" {exc.lineno} column {exc.colno}); fix it, or choose the input kind"
+                        " 'Pasted response or trace' to evaluate it as text",
+                        rule="json",
+                    ) from None
         else:
             parsed = data
         if parsed is None:

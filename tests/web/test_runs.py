@@ -209,6 +209,7 @@ def test_the_database_refuses_a_duplicate_input_hash(audited, users, observed_do
         ("observed", "{not json", {}, "not JSON"),
         ("observed", {"format": "contracteval.observed/v1", "nodes": []}, {}, "source"),
         ("auto", {"hello": 1}, {}, "unrecognised input"),
+        ("auto", '{"messages": [', {}, "looks like JSON but is not valid JSON"),
         ("openai", [{"role": "robot", "content": "x"}], {}, "$.messages[0].role"),
         (
             "openai",
