@@ -203,8 +203,7 @@ def contract_new(request, slug):
             except services.ServiceError as exc:
                 form.add_error(None, str(exc))
             else:
-                note = " Proposing obligations…" if data["proposer"] else ""
-                messages.success(request, f"Started {contract.key} v1.{note}")
+                messages.success(request, f"Started {contract.key} v1.{_proposal_note(contract)}")
                 return redirect("audit:workspace", pk=contract.pk)
         status = 400
     elif request.method == "GET":
@@ -213,6 +212,18 @@ def contract_new(request, slug):
         return HttpResponse(status=405, headers={"Allow": "GET, POST"})
     ctx = {"project": project, "membership": membership, "form": form}
     return render(request, "audit/contract_new.html", ctx, status=status)
+
+
+def _proposal_note(contract) -> str:
+    """What the banner says of the proposals: done already (tasks in-process) or queued."""
+    run = contract.proposal_runs.order_by("-pk").first()
+    if run is None:
+        return ""
+    if run.status == "done":
+        return f" {run.created_nodes} obligation(s) proposed: confirm or reject them."
+    if run.status == "failed":
+        return f" Proposing obligations failed: {run.error}"
+    return " Proposing obligations… they appear in the outline when the worker is done."
 
 
 @login_required

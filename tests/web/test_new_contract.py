@@ -99,13 +99,28 @@ def test_an_admin_may_create_and_the_id_is_suggested_from_the_title(login, proje
 
 
 def test_proposals_are_requested_when_asked(login, project, post_new):
-    response = post_new(login("annotator"), propose="on", proposer="heuristic")
+    client = login("annotator")
+    response = post_new(client, propose="on", proposer="heuristic")
     assert response.status_code == 302
     contract = Contract.objects.get(key="refunds")
     run = ProposalRun.objects.get(contract=contract)
     assert run.status == "done" and run.proposer == "heuristic" and run.created_nodes > 3
     assert set(contract.nodes.values_list("review_status", flat=True)) == {"proposed"}
     assert contract.records.filter(action="request_proposals").exists()
+    # the task ran only after the view answered (on commit): the banner says it is pending
+    assert "Proposing obligations…" in client.get(response["Location"]).content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_banner_reports_proposals_that_finished_in_process(login, project):
+    # real commits: the in-process task has run before the view writes the banner
+    client = login("annotator")
+    response = client.post("/p/tests/new/", form_data(propose="on", proposer="heuristic"))
+    run = ProposalRun.objects.get(contract__key="refunds")
+    assert run.status == "done"
+    page = client.get(response["Location"]).content.decode()
+    assert f"{run.created_nodes} obligation(s) proposed: confirm or reject them." in page
+    assert "Proposing obligations…" not in page
 
 
 def test_asking_for_the_llm_without_one_configured_runs_the_heuristic(
