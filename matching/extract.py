@@ -124,7 +124,7 @@ def extract_heuristic(text: str, *, kind: str = "trace") -> Observed:
     """Build an observed graph from ``text`` alone (a rendered trace or a response)."""
     if kind not in ("trace", "response"):
         raise ValueError(f"kind must be 'trace' or 'response', not {kind!r}")
-    found: list[tuple[int, int, str, str, str]] = []  # start, end, label, desc, type
+    found: list[tuple[int, int, str, str, str | None]] = []  # start, end, label, desc, type
     if kind == "response":
         for a, b in _sentences(text, 0):
             s = text[a:b]
@@ -144,6 +144,19 @@ def extract_heuristic(text: str, *, kind: str = "trace") -> Observed:
                     s = text[sa:sb]
                     if _is_behaviour(s):
                         found.append((sa, sb, _label(s), "", _guess_type(s)))
+    return observed_from_steps(text, kind, found)
+
+
+def observed_from_steps(
+    text: str, kind: str, steps: list[tuple[int, int, str, str, str | None]]
+) -> Observed:
+    """An observed graph whose nodes are ``(start, end, label, description, type)`` in
+    text order: ids ``o1…``, one step each, exact quotes, ``precedes`` edges between them.
+
+    >>> obs = observed_from_steps("Checked it. Done it.", "response", [(0, 11, "Check", "", None)])
+    >>> obs.nodes[0].evidence[0].quote, obs.nodes[0].step
+    ('Checked it.', 0)
+    """
     nodes = [
         ObservedNode(
             id=f"o{i + 1}",
@@ -155,7 +168,7 @@ def extract_heuristic(text: str, *, kind: str = "trace") -> Observed:
             gold=None,
             index=i,
         )
-        for i, (a, b, label, desc, type_) in enumerate(found)
+        for i, (a, b, label, desc, type_) in enumerate(steps)
     ]
     edges = [Edge(x.id, y.id, "precedes") for x, y in zip(nodes, nodes[1:], strict=False)]
     return Observed(kind=kind, text=text, nodes=nodes, edges=edges)

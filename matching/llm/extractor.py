@@ -20,7 +20,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from ..formats import NODE_TYPES, Edge, Observed, ObservedNode, Span
+from ..extract import observed_from_steps
+from ..formats import NODE_TYPES, Observed
 from .client import LLMClient, data_message
 from .config import LLMConfig
 from .locate import chunks, locate
@@ -135,18 +136,5 @@ class LLMExtractor:
                 found.setdefault(span, (label, item["description"].strip(), item["type"]))
         for d in self.dropped:
             log.info("LLM extractor dropped %r: %s", d.label, d.reason)
-        nodes = [
-            ObservedNode(
-                id=f"o{i + 1}",
-                label=label,
-                evidence=[Span(s, e, text[s:e])],
-                step=i,
-                description=desc,
-                type=type_,
-                gold=None,
-                index=i,
-            )
-            for i, ((s, e), (label, desc, type_)) in enumerate(sorted(found.items()))
-        ]
-        edges = [Edge(a.id, b.id, "precedes") for a, b in zip(nodes, nodes[1:], strict=False)]
-        return Observed(kind=kind, text=text, nodes=nodes, edges=edges)
+        steps = [(a, b, *rest) for (a, b), rest in sorted(found.items())]
+        return observed_from_steps(text, kind, steps)
