@@ -7,8 +7,21 @@ from . import services
 from .runs import LLMRetry
 
 
-def _eager_or_retry(task, call):
-    """Run ``call(final_attempt)``; a transient LLM failure (:class:`LLMRetry`) retries.
+# Transient failures a task retries with backoff (1, 2, 4 ... s, capped at 60 s): the
+# database, and an LLM endpoint's rate limit, server error or timeout that outlived the
+# client's own retries (ProposalRetry for proposals, LLMRetry for runs and batches).
+def _retrying_task(transient: type[Exception]):
+    return shared_task(
+        bind=True,
+        autoretry_for=(OperationalError, InterfaceError, transient),
+        retry_backoff=True,
+        retry_backoff_max=60,
+        max_retries=5,
+    )
+
+
+def _eager_or_retry(task, call, transient: type[Exception] = LLMRetry):
+    """Run ``call(final_attempt)``; a transient LLM failure (``transient``) retries.
 
     With a broker the task raises and Celery's ``autoretry_for`` brings it back with
     backoff; eagerly (tests, ``make run`` without Redis) there is no broker to come
@@ -20,50 +33,27 @@ def _eager_or_retry(task, call):
     for attempt in range(limit + 1):
         try:
             return call(attempt >= limit)
-        except LLMRetry:
+        except transient:
             continue
     raise AssertionError("unreachable: the last attempt is final")  # pragma: no cover
 
 
-@shared_task(
-    bind=True,
-    # ProposalRetry: a rate limit, server error or timeout of the LLM endpoint that
-    # outlived the client's own retries; backoff 1, 2, 4 ... s (capped at 60 s).
-    autoretry_for=(OperationalError, InterfaceError, services.ProposalRetry),
-    retry_backoff=True,
-    retry_backoff_max=60,
-    max_retries=5,
-)
+@_retrying_task(services.ProposalRetry)
 def run_proposals(self, run_id: int) -> dict:
     """Run proposal run ``run_id`` (queued by ``services.contract_request_proposals``).
 
     A transient LLM failure raises ``ProposalRetry`` and the worker retries the task
     later; on the last attempt the run fails with the reason instead.
     """
-    limit = self.max_retries or 0
-    if self.request.is_eager:
-        # No broker to come back through (tests, `make run` without Redis), and an
-        # eager Retry would propagate into the request: retry here, at once.
-        for attempt in range(limit + 1):
-            try:
-                run = services.proposal_run_execute(run_id=run_id, final_attempt=attempt >= limit)
-            except services.ProposalRetry:
-                continue
-            break
-    else:
-        final = self.request.retries >= limit
-        run = services.proposal_run_execute(run_id=run_id, final_attempt=final)
+    run = _eager_or_retry(
+        self,
+        lambda final: services.proposal_run_execute(run_id=run_id, final_attempt=final),
+        services.ProposalRetry,
+    )
     return {"run": run.pk, "status": run.status, "nodes": run.created_nodes}
 
 
-@shared_task(
-    bind=True,
-    # LLMRetry: the LLM invariant judge failed transiently (rate limit, 5xx, timeout).
-    autoretry_for=(OperationalError, InterfaceError, LLMRetry),
-    retry_backoff=True,
-    retry_backoff_max=60,
-    max_retries=5,
-)
+@_retrying_task(LLMRetry)
 def execute_run(self, run_id: int) -> dict:
     """Evaluate conformance run ``run_id`` (queued by ``audit.runs.run_create``)."""
     from . import runs
@@ -72,14 +62,7 @@ def execute_run(self, run_id: int) -> dict:
     return {"run": run.pk, "status": run.status, "verdict": run.verdict}
 
 
-@shared_task(
-    bind=True,
-    # LLMRetry: a judge batch's endpoint failed transiently (rate limit, 5xx, timeout).
-    autoretry_for=(OperationalError, InterfaceError, LLMRetry),
-    retry_backoff=True,
-    retry_backoff_max=60,
-    max_retries=5,
-)
+@_retrying_task(LLMRetry)
 def execute_batch(self, batch_id: int) -> dict:
     """Run every case of suite batch ``batch_id`` (queued by ``audit.runs.batch_create``)."""
     from . import runs
