@@ -302,19 +302,23 @@ def run_detail(request, pk):
     return render(request, "audit/run.html", _run_context(run, membership))
 
 
+def _poll(request, obj, detail: str, partial: str, ctx: dict) -> HttpResponse:
+    """A status poll: the partial while work goes on, then a redirect to the detail page
+    (``HX-Redirect`` for htmx; a plain request goes there at once)."""
+    url = reverse(detail, args=[obj.pk])
+    if not _is_htmx(request):
+        return redirect(url)
+    if obj.is_finished:
+        return HttpResponse(status=204, headers={"HX-Redirect": url})
+    return render(request, partial, ctx)
+
+
 @login_required
 @require_GET
 def run_status(request, pk):
     """Polled by htmx while the run is queued or running; then the page reloads."""
-    run, membership = runs.run_for(request.user, pk)
-    url = reverse("audit:run_detail", args=[run.pk])
-    if not _is_htmx(request):
-        return redirect(url)
-    if run.is_finished:
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = url
-        return response
-    return render(request, "audit/run.html#status", {"run": run})
+    run, _ = runs.run_for(request.user, pk)
+    return _poll(request, run, "audit:run_detail", "audit/run.html#status", {"run": run})
 
 
 def _attachment(body: str, content_type: str, filename: str) -> HttpResponse:
@@ -505,15 +509,10 @@ def batch_detail(request, pk):
 @login_required
 @require_GET
 def batch_status(request, pk):
-    batch, membership = runs.batch_for(request.user, pk)
-    url = reverse("audit:batch_detail", args=[batch.pk])
-    if not _is_htmx(request):
-        return redirect(url)
-    if batch.is_finished:
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = url
-        return response
-    return render(request, "audit/batch.html#progress", {"batch": batch})
+    batch, _ = runs.batch_for(request.user, pk)
+    return _poll(
+        request, batch, "audit:batch_detail", "audit/batch.html#progress", {"batch": batch}
+    )
 
 
 @login_required
