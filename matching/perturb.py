@@ -415,7 +415,7 @@ def _branch_steps(c: Contract, outcome: str) -> list[str]:
 def _wrong_branch(ctx: _Ctx) -> Iterator[Candidate]:
     c, e = ctx.contract, ctx.expected
     for d, pick in e.decisions.items():
-        inside = set(_subtree(c, pick))
+        inside = set(e.subtree(pick))
         for alt in c.outcomes[d]:
             if alt == pick:
                 continue
@@ -627,16 +627,6 @@ def _corrupt(output: str | None, meta: dict[str, Any], how: str, rng: random.Ran
     value = copy.deepcopy(value)
     value[key] = [current] if not isinstance(current, list) else {"value": current}
     return json.dumps(value)
-
-
-def _subtree(c: Contract, root: str) -> list[str]:
-    out = [root]
-    stack = list(c.children[root])
-    while stack:
-        n = stack.pop()
-        out.append(n)
-        stack.extend(c.children[n])
-    return out
 
 
 _GENERATORS: dict[str, Callable[[_Ctx], Iterator[Candidate]]] = {
