@@ -12,6 +12,7 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from .. import services
 from ..forms import RunForm, VerdictForm
@@ -152,6 +153,7 @@ def run_detail(request, pk):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_GET
 def run_status(request, pk):
     """Polled by htmx while the run is queued or running; then the page reloads."""
