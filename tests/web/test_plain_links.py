@@ -38,9 +38,7 @@ def test_editing_an_invariant_without_htmx_renders_the_form_in_the_whole_workspa
     assert page.context["edit_invariant"] == invariant
 
 
-def test_a_page_that_answers_htmx_and_plain_requests_differently_says_so_to_caches(
-    login, contract
-):
+def test_a_page_that_answers_htmx_and_plain_requests_differently_says_so_to_caches(login, contract):
     client = login("annotator")
     invariant = Invariant.objects.filter(contract=contract).first()
     url = f"/c/{contract.pk}/invariants/{invariant.pk}/"
