@@ -7,6 +7,8 @@ history and header); called without JavaScript they redirect back to the workspa
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
@@ -44,7 +46,6 @@ def workspace_context(
     selected = ws.find_node(rows, selected_id)
     writable = not contract.is_read_only and has_role(membership.role, EDIT)
     detail = ws.node_detail(rows, selected) if selected else None
-    node_pks = {n.node_id: n.pk for n in rows.nodes}
     if query_form is None:
         query_form = QueryForm(intents=ws.intent_choices(rows))
     if preview is None:
@@ -57,11 +58,7 @@ def workspace_context(
         "outline": ws.outline(rows),
         "segments": ws.segments(rows),
         "audit": audit,
-        "findings": [
-            (kind, f, node_pks.get(f.node or ""))
-            for kind, group in (("error", audit.errors), ("warning", audit.warnings))
-            for f in group
-        ],
+        "findings": _findings(audit, rows),
         "coverage_pct": round(audit.coverage * 100, 1),
         "counts": counts,
         "records": ws.history(contract),
@@ -80,17 +77,28 @@ def workspace_context(
         "query_form": query_form,
         "preview": preview,
         "edit_invariant": edit_invariant,
-        "details_form": ContractDetailsForm(
-            initial={
-                "title": contract.title,
-                "domain": contract.domain,
-                "media_type": contract.artifact.media_type,
-            },
-            current=contract.artifact.media_type,
-        )
-        if writable
-        else None,
+        "details_form": _details_form(contract) if writable else None,
     }
+
+
+def _details_form(contract) -> ContractDetailsForm:
+    artifact = contract.artifact
+    initial = {
+        "title": contract.title,
+        "domain": contract.domain,
+        "media_type": artifact.media_type,
+    }
+    return ContractDetailsForm(initial=initial, current=artifact.media_type)
+
+
+def _findings(audit, rows) -> list[tuple[str, Any, int | None]]:
+    """The audit's errors and warnings, each with the pk of the node it names."""
+    node_pks = {n.node_id: n.pk for n in rows.nodes}
+    return [
+        (kind, f, node_pks.get(f.node or ""))
+        for kind, group in (("error", audit.errors), ("warning", audit.warnings))
+        for f in group
+    ]
 
 
 def respond(request, contract, membership, *, node=None, error="", status=200, **extra):
