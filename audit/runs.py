@@ -33,7 +33,7 @@ from django.utils import timezone
 from matching.conditioning import condition
 from matching.errors import ContractEvalError
 from matching.evaluate import evaluate_detailed
-from matching.extract import reextract
+from matching.extractors import reextract
 from matching.formats import OBSERVED, observed_from_data, read_observed
 from matching.importers import detect_kind, render
 from matching.llm.client import LLMClient, LLMError

@@ -19,8 +19,7 @@ from . import __version__
 from .conditioning import condition, resolve_query
 from .errors import ContractEvalError
 from .evaluate import evaluate_detailed
-from .extract import reextract
-from .extractors import EXTRACTORS, FallbackWarning, get_extractor
+from .extractors import EXTRACTORS, FallbackWarning, get_extractor, reextract
 from .formats import Contract, Query, dumps, read_observed, read_query
 from .match import MODES
 from .perturb import FAMILIES

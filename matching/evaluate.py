@@ -26,18 +26,12 @@ from typing import Any
 import fastjsonschema
 import jsonschema
 
+from . import trace
 from .conditioning import Expected, condition
+from .formats import FAMILIES as FAMILIES  # the judges and the web app read it here
 from .formats import REPORT, Contract, Node, Observed, Query
 from .match import Alignment, align
 
-FAMILIES = (
-    "wrong_branch",
-    "omission",
-    "ordering",
-    "extra_action",
-    "invariant_violation",
-    "output_contract",
-)
 METRICS = (
     "required_recall",
     "observed_precision",
@@ -46,7 +40,6 @@ METRICS = (
     "invariant_score",
     "output_validity",
 )
-_EVENT = re.compile(r"^\[(?:system|user|assistant|tool|result)\] ")
 _STRUCTURAL = frozenset({"intent", "decision", "branch_condition"})
 _ORDERED = frozenset({"requires", "enables", "branches_to"})
 
@@ -355,31 +348,14 @@ def _hull(pos: dict[str, tuple[int, int]], nodes: list[str]) -> tuple[int, int]:
 
 
 def agent_text(observed: Observed) -> str:
-    """The text invariant checks search (ALGORITHMS.md §3.5).
+    """The text invariant checks search (ALGORITHMS.md §3.5); see :func:`matching.trace.agent_text`.
 
     >>> from matching.formats import Observed
     >>> agent_text(Observed("trace", "[user] hi\\n[assistant] Hello\\n  there\\n[tool] f(x=1)\\n",
     ...                     [], output="{}"))
     '[assistant] Hello\\n  there\\n[tool] f(x=1)\\n{}'
     """
-    if observed.kind == "trace":
-        events: list[str] = []
-        keep = False
-        for line in observed.text.split("\n"):
-            if _EVENT.match(line):
-                keep = line.startswith(("[assistant] ", "[tool] "))
-                if keep:
-                    events.append(line)
-            elif keep and events and line:
-                # continuation lines (a blank one is "  "), and stray untagged lines,
-                # belong to the event above
-                events[-1] += "\n" + line
-        text = "\n".join(events)
-    else:
-        text = observed.text
-    if observed.output is not None:
-        text += "\n" + observed.output
-    return text
+    return trace.agent_text(observed.kind, observed.text, observed.output)
 
 
 @cache

@@ -44,3 +44,17 @@ def get_extractor(name: str) -> Extractor:
 
         return LLMExtractor(config)
     raise ValueError(f"unknown extractor {name!r}: expected one of {EXTRACTORS}")
+
+
+def reextract(observed: Observed, extractor: str = "heuristic") -> Observed:
+    """New nodes for an observed document's source text; output and labels are kept.
+
+    Only the nodes are replaced: the final ``output``, audited invariant scores and the
+    contract/query fields carry over, since they are not extracted from the text.
+    """
+    fresh = get_extractor(extractor)(observed.text, kind=observed.kind)
+    fresh.output = observed.output
+    fresh.invariants = dict(observed.invariants)
+    fresh.contract = observed.contract
+    fresh.query = observed.query
+    return fresh

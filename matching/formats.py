@@ -54,6 +54,17 @@ NODE_TYPES = (
     "validation",
 )
 ORDER_KINDS = frozenset({"requires", "enables"})
+# The failure families, in the order of the perturbation generators (ALGORITHMS.md §5,
+# CLI.md): suites, score tables and judge schemas list them so. A report lists its
+# failures in the order the checks run (§3), which starts with wrong_branch.
+FAMILIES = (
+    "omission",
+    "wrong_branch",
+    "ordering",
+    "extra_action",
+    "invariant_violation",
+    "output_contract",
+)
 
 Source = Mapping[str, Any] | str | bytes | Path
 _HERE = Path(__file__).resolve().parent

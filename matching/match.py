@@ -28,10 +28,10 @@ from scipy.optimize import linear_sum_assignment
 
 from .conditioning import Expected
 from .formats import Observed, ObservedNode
-from .similarity import THRESHOLD, similarity_matrix, strip_role_tag, tokens
+from .similarity import THRESHOLD, similarity_matrix, tokens
+from .trace import calls_tool, strip_tag, tag
 
 MODES = ("oracle", "token")
-_TOOL_TAG = "[tool] "
 
 
 @dataclass
@@ -87,19 +87,13 @@ def keep_evidence(obs: Observed) -> tuple[list[ObservedNode], list[tuple[str, st
 
 
 def observed_tokens(n: ObservedNode, text: str) -> frozenset[str]:
-    quotes = " ".join(strip_role_tag(text[s.start : s.end]) for s in n.evidence)
+    quotes = " ".join(strip_tag(text[s.start : s.end]) for s in n.evidence)
     return tokens(f"{n.label} {n.description} {quotes}")
 
 
 def call_quotes(n: ObservedNode, text: str) -> list[str]:
     """The texts of ``n``'s spans without an optional leading ``[tool] `` tag."""
-    return [text[s.start : s.end].removeprefix(_TOOL_TAG) for s in n.evidence]
-
-
-def calls_tool(quotes: list[str], names: set[str]) -> bool:
-    """Whether one of ``quotes`` starts with ``name(`` for a name of ``names`` (a call of
-    that tool, ALGORITHMS.md §2), whatever characters the name has."""
-    return any(q.startswith(name + "(") for q in quotes for name in names)
+    return [text[s.start : s.end].removeprefix(tag("tool")) for s in n.evidence]
 
 
 def align(expected: Expected, obs: Observed, *, mode: str = "token") -> Alignment:

@@ -35,18 +35,9 @@ from typing import Any
 
 from .conditioning import Expected, condition
 from .evaluate import evaluate_detailed
-from .formats import Case, Contract, Edge, Observed, ObservedNode, Span
+from .formats import FAMILIES, Case, Contract, Edge, Observed, ObservedNode, Span
 from .similarity import THRESHOLD, sim, tokens
-
-FAMILIES = (
-    "omission",
-    "wrong_branch",
-    "ordering",
-    "extra_action",
-    "invariant_violation",
-    "output_contract",
-)
-_CALL = re.compile(r"^[A-Za-z_][\w.]*\(.*\)$", re.S)
+from .trace import events, is_call, tag
 
 # Actions an agent might take that no procedure of the suite supports. The generator
 # keeps only those whose similarity to every declared node is below the threshold.
@@ -436,7 +427,7 @@ def _wrong_branch(ctx: _Ctx) -> Iterator[Candidate]:
                     node = c.by_id[x]
                     text = _enactment(node, ctx.rng)
                     if doc.kind == "trace":
-                        text = ("[tool] " if _CALL.match(text) else "[assistant] ") + text
+                        text = tag("tool" if is_call(text) else "assistant") + text
                     pieces.append(
                         (
                             _N(
@@ -515,9 +506,9 @@ def _extra_action(ctx: _Ctx) -> Iterator[Candidate]:
             bounds = sorted({u[0] for n in doc.nodes if (u := doc.unit(n))} | {len(doc.text)})
             pos = ctx.rng.choice(bounds)
             if doc.kind == "trace":
-                line = ("[tool] " if _CALL.match(text) else "[assistant] ") + text
+                line = tag("tool" if is_call(text) else "assistant") + text
             else:
-                line = text if not _CALL.match(text) else f"{label}."
+                line = f"{label}." if is_call(text) else text
             doc.insert(pos, [(_N(nid, label, desc, "action", None, ("extra", nid), []), line)])
             return doc.observed()
 
@@ -549,13 +540,10 @@ def _invariant(ctx: _Ctx) -> Iterator[Candidate]:
 def _append_to_last_assistant(doc: _Doc, example: str) -> Observed | None:
     t = doc.text
     if doc.kind == "trace":
-        starts = [m.start() for m in re.finditer(r"(?m)^\[assistant\] ", t)]
-        if not starts:
+        said = [e for e in events(t) if e.role == "assistant"]
+        if not said:
             return None
-        end = t.find("\n", starts[-1])
-        while end >= 0 and t.startswith("  ", end + 1):
-            end = t.find("\n", end + 1)
-        pos = len(t) if end < 0 else end
+        pos = said[-1].end
     else:
         pos = len(t.rstrip())
     if doc.kind == "response" and not example.startswith(" "):

@@ -26,9 +26,13 @@ import numpy as np
 import snowballstemmer
 from scipy import sparse
 
+from .trace import strip_tag
+
 THRESHOLD = 0.35
 _WORD = re.compile(r"[a-z0-9]+")
-_ROLE_TAG = re.compile(r"^\[(?:system|user|assistant|tool|result)\] ")
+# A quote without its role tag: the trace module reads tags; kept under this name for
+# similarity callers.
+strip_role_tag = strip_tag
 
 
 @cache
@@ -54,11 +58,6 @@ def tokens(text: str) -> frozenset[str]:
     stop = stopwords()
     norm = unicodedata.normalize("NFKC", text).casefold()
     return frozenset(_stem(w) for w in _WORD.findall(norm) if w not in stop)
-
-
-def strip_role_tag(quote: str) -> str:
-    """A trace line's text without its leading ``[role] `` tag."""
-    return _ROLE_TAG.sub("", quote, count=1)
 
 
 def sim(a: frozenset[str], b: frozenset[str]) -> float:

@@ -21,7 +21,7 @@ from typing import Any
 from .conditioning import Expected, condition
 from .errors import ContractEvalError
 from .evaluate import evaluate_detailed
-from .extract import reextract
+from .extractors import reextract
 from .formats import Case, Contract, dumps, read_case
 from .perturb import FAMILIES, perturb_case
 from .validate import load_contract

@@ -42,6 +42,7 @@ from typing import Any
 from .conditioning import Expected, condition
 from .formats import Contract, Edge, Observed, ObservedNode, Query, Span, read_contract
 from .similarity import _stem, stopwords
+from .trace import is_call
 
 __all__ = [
     "FORBIDDEN",
@@ -506,20 +507,15 @@ def _enactments(node: Any) -> list[str]:
 
 def _sentence(node: Any) -> str:
     for x in _enactments(node):
-        if not _is_call(x):
+        if not is_call(x):
             return x
     label = node.label.rstrip(".")
     return f"{label}: {node.description.rstrip('.')}." if node.description else f"{label}."
 
 
-def _is_call(text: str) -> bool:
-    head, _, rest = text.partition("(")
-    return bool(rest) and text.endswith(")") and head.replace("_", "").replace(".", "").isalnum()
-
-
 def _call(node: Any) -> str | None:
     for x in _enactments(node):
-        if _is_call(x):
+        if is_call(x):
             return x
     return f"{node.tools[0]}()" if node.tools else None
 
