@@ -28,11 +28,11 @@ from __future__ import annotations
 import copy
 import json
 import random
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import checks
 from .conditioning import Expected, condition
 from .evaluate import evaluate_detailed
 from .formats import FAMILIES, Case, Contract, Edge, Observed, ObservedNode, Span
@@ -558,13 +558,27 @@ def _append_to_last_assistant(doc: _Doc, example: str) -> Observed | None:
 
 
 def _delete_matches(doc: _Doc, rx: str) -> Observed | None:
-    pattern = re.compile(rx)
-    matches = [m.span() for m in pattern.finditer(doc.text) if m.end() > m.start()]
+    # The evaluator's regex engine, so what is deleted is exactly what a check finds.
+    try:
+        matches = [(a, b) for a, b in checks.spans(rx, doc.text) if b > a]
+        if doc.output is not None:
+            cut = checks.spans(rx, doc.output)
+            doc.output = "".join(doc.output[a:b] for a, b in _gaps(cut, len(doc.output)))
+    except checks.CheckTimeout:
+        return None
     for a, b in reversed(matches):
         doc.replace(a, b, "")
-    if doc.output is not None:
-        doc.output = pattern.sub("", doc.output)
     return doc.observed()
+
+
+def _gaps(cuts: list[tuple[int, int]], size: int) -> list[tuple[int, int]]:
+    """The intervals of ``[0, size)`` outside the sorted, disjoint ``cuts``."""
+    out, pos = [], 0
+    for a, b in cuts:
+        out.append((pos, a))
+        pos = b
+    out.append((pos, size))
+    return out
 
 
 def _output(ctx: _Ctx) -> Iterator[Candidate]:
