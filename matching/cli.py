@@ -288,7 +288,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="contracteval", description="Prove that an AI agent followed a procedure.")
     p.add_argument("--version", action="version", version=f"contracteval {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_graph_commands(sub)
+    _add_suite_commands(sub)
+    # Listed for --help only: main() hands "bench ..." to matching.bench untouched.
+    sub.add_parser("bench", help="print engine benchmark figures (--quick, --json OUT)")
+    return p
 
+
+def _add_graph_commands(sub: Any) -> None:
+    """validate, condition, extract, match: one contract, one execution."""
     s = sub.add_parser("validate", help="audit checks of a contract")
     s.add_argument("contract")
     s.add_argument("--json", action="store_true", help="one JSON object instead of lines")
@@ -315,6 +323,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--extractor", choices=("none", *EXTRACTORS), default="none")
     s.set_defaults(func=cmd_match)
 
+
+def _add_suite_commands(sub: Any) -> None:
+    """perturb, suite, judge, components: whole suites."""
     s = sub.add_parser("perturb", help="make the perturbed cases of a suite")
     s.add_argument("suite")
     s.add_argument("--out", required=True)
@@ -344,10 +355,6 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", metavar="OUT.json")
     s.add_argument("--limit", type=int, metavar="N", help="the first N clean cases only")
     s.set_defaults(func=cmd_components)
-
-    # Listed for --help only: main() hands "bench ..." to matching.bench untouched.
-    sub.add_parser("bench", help="print engine benchmark figures (--quick, --json OUT)")
-    return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
