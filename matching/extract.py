@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from .formats import Edge, Observed, ObservedNode, Span
+from .model import Observed, observed_from_steps
 from .trace import events, tool_call
 
 # A sentence ends at . ! ? (optionally closed by a quote or bracket) before white space.
@@ -120,30 +120,3 @@ def extract_heuristic(text: str, *, kind: str = "trace") -> Observed:
                     if _is_behaviour(s):
                         found.append((sa, sb, _label(s), "", _guess_type(s)))
     return observed_from_steps(text, kind, found)
-
-
-def observed_from_steps(
-    text: str, kind: str, steps: list[tuple[int, int, str, str, str | None]]
-) -> Observed:
-    """An observed graph whose nodes are ``(start, end, label, description, type)`` in
-    text order: ids ``o1…``, one step each, exact quotes, ``precedes`` edges between them.
-
-    >>> obs = observed_from_steps("Checked it. Done it.", "response", [(0, 11, "Check", "", None)])
-    >>> obs.nodes[0].evidence[0].quote, obs.nodes[0].step
-    ('Checked it.', 0)
-    """
-    nodes = [
-        ObservedNode(
-            id=f"o{i + 1}",
-            label=label,
-            evidence=[Span(a, b, text[a:b])],
-            step=i,
-            description=desc,
-            type=type_,
-            gold=None,
-            index=i,
-        )
-        for i, (a, b, label, desc, type_) in enumerate(steps)
-    ]
-    edges = [Edge(x.id, y.id, "precedes") for x, y in zip(nodes, nodes[1:], strict=False)]
-    return Observed(kind=kind, text=text, nodes=nodes, edges=edges)
