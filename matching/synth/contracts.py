@@ -121,26 +121,68 @@ def synth_contract(
     queries: int = 3,
     id: str | None = None,
 ) -> Contract:
-    """A random, audit-clean contract of at least ``nodes`` nodes (see the module doc).
+    """A random, audit-clean contract of at least ``nodes`` nodes (see :mod:`matching.synth`).
 
-    ``rng`` is a :class:`random.Random` or a seed. The same seed gives the same contract.
+    Parameters
+    ----------
+    rng : random.Random, int, str or None
+        The generator, or a seed. The same seed gives the same contract.
+    nodes : int
+        The least number of nodes.
+    intents : int, optional
+        How many root intents (1 or 2, drawn, by default).
+    queries : int
+        How many embedded queries.
+    id : str, optional
+        The contract id (``synth-<tag>`` by default).
+
+    Returns
+    -------
+    Contract
     """
     r = coerce(rng)
     seed_tag = r.randrange(10**6)
     b = _Builder(r, offset=r.randrange(0, 2000) * 3)
     n_intents = intents if intents is not None else (1 if nodes < 14 else r.randint(1, 2))
+    roots, out = _tree(b, n_intents, nodes)
+    order = _preorder(roots)
+    anc = _ancestors(order)
+    edges = _edges(r, order, anc, roots, out)
+    inv_words = [next(b.words) for _ in range(4)]
+    text, spans = _artifact(seed_tag, order, anc, inv_words)
+
+    def ev(key: str) -> list[dict[str, Any]]:
+        a, z = spans[key]
+        return [{"start": a, "end": z, "quote": text[a:z]}]
+
+    invariants = _invariants(r, order, inv_words, ev)
+    doc = {
+        "format": "contracteval.contract/v1",
+        "id": id or f"synth-{seed_tag}",
+        "title": f"Synthetic procedure {seed_tag}",
+        "domain": "synthetic",
+        "artifact": {"text": text, "media_type": "text/markdown"},
+        "nodes": [_node_doc(s, ev(s.id)) for s in order],
+        "edges": edges,
+        "invariants": invariants,
+        "queries": _queries(r, roots, order, queries),
+    }
+    return read_contract(doc)
+
+
+def _tree(b: _Builder, n_intents: int, nodes: int) -> tuple[list[_Spec], _Spec]:
+    """The node tree: intents, a decision, an any-node, a task, then random blocks until
+    there are ``nodes`` nodes; a plain leaf first under every intent; the checked output."""
+    r = b.rng
     roots = [b.node("intent", None) for _ in range(n_intents)]
     count = n_intents + 1  # + the checked output
-    # Every contract has a decision, an any-node and a task; then random blocks.
     plan = ["decision", "any", "task"]
     r.shuffle(plan)
-    blocks: list[tuple[int, str]] = [(i % n_intents, k) for i, k in enumerate(plan)]
-    for i, kind in blocks:
-        count += b.block(roots[i], kind)
+    for i, kind in enumerate(plan):
+        count += b.block(roots[i % n_intents], kind)
     while count < nodes:
         kind = r.choices(["leaf", "task", "decision", "any"], [4, 3, 2, 1])[0]
         count += b.block(roots[r.randrange(n_intents)], kind)
-    # Interleave: put one plain leaf first under every intent, then the checked output.
     for root in roots:
         b.leaf(root)
         root.kids.insert(0, root.kids.pop())
@@ -150,19 +192,32 @@ def synth_contract(
         "required": ["case_id", "status"],
         "properties": {"case_id": {"type": "string"}, "status": {"enum": ["resolved", "closed"]}},
     }
-    order = _preorder(roots)
-    index = {s.id: i for i, s in enumerate(order)}
-    by_id = {s.id: s for s in order}
+    return roots, out
 
-    def ancestors(s: _Spec) -> set[str]:
-        out: set[str] = set()
+
+def _ancestors(order: list[_Spec]) -> dict[str, set[str]]:
+    by_id = {s.id: s for s in order}
+    anc: dict[str, set[str]] = {}
+    for s in order:
+        found: set[str] = set()
         p = s.parent
         while p is not None:
-            out.add(p)
+            found.add(p)
             p = by_id[p].parent
-        return out
+        anc[s.id] = found
+    return anc
 
-    anc = {s.id: ancestors(s) for s in order}
+
+def _edges(
+    r: random.Random,
+    order: list[_Spec],
+    anc: dict[str, set[str]],
+    roots: list[_Spec],
+    out: _Spec,
+) -> list[dict[str, str]]:
+    """Acyclic ``requires``/``enables`` edges forward in declaration order, the
+    ``branches_to`` edges of every decision, and one ``produces`` edge to the output."""
+    index = {s.id: i for i, s in enumerate(order)}
     ends = [
         s
         for s in order
@@ -194,8 +249,36 @@ def synth_contract(
     producers = [s for s in order if s.id in top and s.type != "output_requirement"]
     if producers:
         edges.append({"source": producers[-1].id, "target": out.id, "kind": "produces"})
+    return edges
 
-    # The artifact: a heading, one line per node, one per invariant.
+
+def _node_doc(s: _Spec, evidence: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "id": s.id,
+        "type": s.type,
+        "label": _label(s),
+        "description": _description(s),
+        "required": s.required,
+        "explicit": s.explicit,
+        "combine": s.combine,
+        "parent": s.parent,
+        "evidence": evidence,
+        "meta": s.meta,
+    }
+
+
+def _label(s: _Spec) -> str:
+    return f"{VERB[s.type]} {s.words[0]} {s.words[1]}"
+
+
+def _description(s: _Spec) -> str:
+    return f"{s.words[2].capitalize()} {s.words[0]}."
+
+
+def _artifact(
+    seed_tag: int, order: list[_Spec], anc: dict[str, set[str]], inv_words: list[str]
+) -> tuple[str, dict[str, tuple[int, int]]]:
+    """The artifact: a heading, one line per node, one per invariant; and each line's span."""
     lines = [f"# Procedure {seed_tag}", ""]
     spans: dict[str, tuple[int, int]] = {}
     pos = sum(len(x) + 1 for x in lines)
@@ -208,42 +291,19 @@ def synth_contract(
         lines.append(indent + body)
         pos += len(indent) + len(body) + 1
 
-    depth = {s.id: len(anc[s.id]) for s in order}
-
-    def label(s: _Spec) -> str:
-        return f"{VERB[s.type]} {s.words[0]} {s.words[1]}"
-
-    def description(s: _Spec) -> str:
-        return f"{s.words[2].capitalize()} {s.words[0]}."
-
     for s in order:
-        add_line(s.id, depth[s.id], f"{label(s)}: {description(s)}")
-    inv_words = [next(b.words) for _ in range(4)]
+        add_line(s.id, len(anc[s.id]), f"{_label(s)}: {_description(s)}")
     add_line("inv:forbid", 0, f"Never write an access code; {inv_words[0]} {inv_words[1]}.")
     add_line("inv:judged", 0, f"Stay {inv_words[2]} and {inv_words[3]} throughout.")
-    text = "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n", spans
 
-    def ev(key: str) -> list[dict[str, Any]]:
-        a, z = spans[key]
-        return [{"start": a, "end": z, "quote": text[a:z]}]
 
-    node_docs = [
-        {
-            "id": s.id,
-            "type": s.type,
-            "label": label(s),
-            "description": description(s),
-            "required": s.required,
-            "explicit": s.explicit,
-            "combine": s.combine,
-            "parent": s.parent,
-            "evidence": ev(s.id),
-            "meta": s.meta,
-        }
-        for s in order
-    ]
+def _invariants(
+    r: random.Random, order: list[_Spec], inv_words: list[str], ev: Any
+) -> list[dict[str, Any]]:
+    """A checked forbidden-text invariant and an unchecked one on a random node."""
     judged_target = r.choice([s.id for s in order if s.type != "intent"])
-    invariants = [
+    return [
         {
             "id": "no_access_code",
             "label": "Never write an access code",
@@ -260,31 +320,20 @@ def synth_contract(
             "applies_to": [judged_target],
         },
     ]
+
+
+def _queries(
+    r: random.Random, roots: list[_Spec], order: list[_Spec], n: int
+) -> list[dict[str, Any]]:
+    """Embedded queries resolving every decision at random (the first one all intents)."""
     decisions = [s for s in order if s.type == "decision"]
-    qdocs = []
-    for qi in range(queries):
-        intents_q = [] if n_intents == 1 or qi == 0 else [r.choice(roots).id]
+    out = []
+    for qi in range(n):
+        intents_q = [] if len(roots) == 1 or qi == 0 else [r.choice(roots).id]
         branches = {
             d.id: r.choice([k.id for k in d.kids if k.type == "branch_condition"])
             for d in decisions
         }
-        qdocs.append(
-            {
-                "id": f"q{qi + 1}",
-                "text": f"Query {qi + 1}.",
-                "intents": intents_q,
-                "branches": branches,
-            }
-        )
-    doc = {
-        "format": "contracteval.contract/v1",
-        "id": id or f"synth-{seed_tag}",
-        "title": f"Synthetic procedure {seed_tag}",
-        "domain": "synthetic",
-        "artifact": {"text": text, "media_type": "text/markdown"},
-        "nodes": node_docs,
-        "edges": edges,
-        "invariants": invariants,
-        "queries": qdocs,
-    }
-    return read_contract(doc)
+        text = f"Query {qi + 1}."
+        out.append({"id": f"q{qi + 1}", "text": text, "intents": intents_q, "branches": branches})
+    return out
