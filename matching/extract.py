@@ -96,7 +96,23 @@ def _label(sentence: str, limit: int = 120) -> str:
 
 
 def extract_heuristic(text: str, *, kind: str = "trace") -> Observed:
-    """Build an observed graph from ``text`` alone (a rendered trace or a response)."""
+    """Build an observed graph from ``text`` alone (a rendered trace or a response).
+
+    Parameters
+    ----------
+    text : str
+    kind : {"trace", "response"}
+
+    Returns
+    -------
+    Observed
+        Nodes ``o1…`` with exact evidence spans, one step each, in text order.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``kind``.
+    """
     if kind not in ("trace", "response"):
         raise ValueError(f"kind must be 'trace' or 'response', not {kind!r}")
     found: list[tuple[int, int, str, str, str | None]] = []  # start, end, label, desc, type

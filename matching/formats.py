@@ -20,7 +20,7 @@ True
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,9 @@ from .model import (
     ObservedNode,
     Query,
     Span,
+    contract_from_data,
+    observed_from_data,
+    unique_ids,
 )
 
 Source = Mapping[str, Any] | str | bytes | Path
@@ -85,7 +88,22 @@ def check_schema(doc: Any, name: str, *, file: str | None = None) -> None:
 
     Documents are checked by a compiled validator (fastjsonschema, ~30x faster on a
     suite); only a document it rejects goes through ``jsonschema``, the reference
-    implementation, which has the final word and names the path and rule.
+    implementation, which has the final word and names the path and rule. (Output
+    checks of a run use ``jsonschema`` alone: see :mod:`matching.checks`.)
+
+    Parameters
+    ----------
+    doc : object
+        Parsed JSON.
+    name : str
+        A format's short name (``"contract"``, ``"observed"`` ...).
+    file : str, optional
+        The file name the error names.
+
+    Raises
+    ------
+    ContractEvalError
+        The violation, with its JSON path and the schema keyword as rule.
     """
     try:
         _fast(name)(doc)
@@ -119,7 +137,25 @@ def schema_errors(doc: Any, name: str) -> list[tuple[str, str, str]]:
 
 
 def load_json(src: Source, *, file: str | None = None) -> tuple[Any, str | None]:
-    """Parse ``src`` into JSON data; returns ``(data, file name or None)``."""
+    """Parse ``src`` into JSON data.
+
+    Parameters
+    ----------
+    src : mapping, str, bytes or pathlib.Path
+        Parsed data (returned as is), JSON text, or a file to read.
+    file : str, optional
+        The file name errors name.
+
+    Returns
+    -------
+    (data, file)
+        The data and the file name (or None).
+
+    Raises
+    ------
+    ContractEvalError
+        When the file cannot be read or the text is not JSON.
+    """
     if isinstance(src, Path):
         file = file or str(src)
         try:
@@ -164,131 +200,107 @@ def _document(
     return data, file
 
 
-def _unique(ids: Iterable[str], where: str, file: str | None) -> None:
-    seen: set[str] = set()
-    for i, x in enumerate(ids):
-        if x in seen:
-            raise ContractEvalError(
-                f"duplicate id {x!r}", file=file, path=f"$.{where}[{i}].id", rule="unique-id"
-            )
-        seen.add(x)
-
-
-# --------------------------------------------------------------------------- readers
-
-
-def _spans(items: Iterable[Mapping[str, Any]]) -> list[Span]:
-    return [Span.of(s) for s in items]
-
-
-def contract_from_data(d: Mapping[str, Any]) -> Contract:
-    """Build a :class:`Contract` from schema-valid data (no checks)."""
-    nodes = [
-        Node(
-            id=n["id"],
-            type=n["type"],
-            label=n["label"],
-            required=n["required"],
-            evidence=_spans(n["evidence"]),
-            description=n.get("description", ""),
-            explicit=n.get("explicit", False),
-            combine=n.get("combine", "all"),
-            parent=n.get("parent"),
-            meta=dict(n.get("meta", {})),
-        )
-        for n in d["nodes"]
-    ]
-    art = d["artifact"]
-    return Contract(
-        id=d["id"],
-        text=art["text"],
-        media_type=art.get("media_type"),
-        title=d.get("title"),
-        domain=d.get("domain"),
-        nodes=nodes,
-        edges=[Edge(e["source"], e["target"], e["kind"]) for e in d.get("edges", [])],
-        invariants=[
-            Invariant(
-                id=i["id"],
-                label=i["label"],
-                evidence=_spans(i["evidence"]),
-                description=i.get("description", ""),
-                applies_to=list(i.get("applies_to", [])),
-                check=dict(i["check"]) if "check" in i else None,
-            )
-            for i in d.get("invariants", [])
-        ],
-        queries=[Query.of(q) for q in d.get("queries", [])],
-    )
-
-
 def read_contract(src: Source, *, file: str | None = None) -> Contract:
     """Read a ``contracteval.contract/v1`` document (schema and unique ids).
 
     The structural rules (spans, references, cycles, branches) are the audit's:
     :func:`matching.validate.load_contract` reads *and* audits.
+
+    Parameters
+    ----------
+    src : mapping, str, bytes or pathlib.Path
+        Parsed data, JSON text, or a file to read.
+    file : str, optional
+        The file name errors name (a path's own name by default).
+
+    Returns
+    -------
+    Contract
+
+    Raises
+    ------
+    ContractEvalError
+        Naming the file, the JSON path and the rule: unreadable JSON, a wrong ``format``,
+        a schema violation, a duplicate id.
     """
     d, file = _document(src, CONTRACT, file=file)
-    _unique([n["id"] for n in d["nodes"]], "nodes", file)
-    _unique([i["id"] for i in d.get("invariants", [])], "invariants", file)
-    _unique([q["id"] for q in d.get("queries", [])], "queries", file)
+    unique_ids([n["id"] for n in d["nodes"]], "nodes", file)
+    unique_ids([i["id"] for i in d.get("invariants", [])], "invariants", file)
+    unique_ids([q["id"] for q in d.get("queries", [])], "queries", file)
     return contract_from_data(d)
 
 
 def read_query(src: Source, *, file: str | None = None, embedded: bool = False) -> Query:
-    """Read a ``contracteval.query/v1`` document."""
+    """Read a ``contracteval.query/v1`` document.
+
+    Parameters
+    ----------
+    src : mapping, str, bytes or pathlib.Path
+        Parsed data, JSON text, or a file to read.
+    file : str, optional
+        The file name errors name (a path's own name by default).
+    embedded : bool
+        A query inside a contract, whose ``format`` may be omitted.
+
+    Returns
+    -------
+    Query
+
+    Raises
+    ------
+    ContractEvalError
+        Naming the file, the JSON path and the rule: unreadable JSON, a wrong ``format``,
+        a schema violation, a duplicate id.
+    """
     return Query.of(_document(src, QUERY, file=file, embedded=embedded)[0])
 
 
-def observed_from_data(d: Mapping[str, Any], *, file: str | None = None) -> Observed:
-    """Build an :class:`Observed` from schema-valid data; checks ids and steps."""
-    raw = d["nodes"]
-    _unique([n["id"] for n in raw], "nodes", file)
-    with_step = [("step" in n) for n in raw]
-    if any(with_step) and not all(with_step):
-        i = with_step.index(False)
-        raise ContractEvalError(
-            "'step' must be given for every node or for none",
-            file=file,
-            path=f"$.nodes[{i}]",
-            rule="step",
-        )
-    has_steps = bool(raw) and all(with_step)
-    nodes = [
-        ObservedNode(
-            id=n["id"],
-            label=n["label"],
-            evidence=_spans(n["evidence"]),
-            step=n["step"] if has_steps else i,
-            description=n.get("description", ""),
-            type=n.get("type"),
-            gold=n.get("gold"),
-            index=i,
-        )
-        for i, n in enumerate(raw)
-    ]
-    src = d["source"]
-    return Observed(
-        kind=src["kind"],
-        text=src["text"],
-        nodes=nodes,
-        edges=[Edge(e["source"], e["target"], e["kind"]) for e in d.get("edges", [])],
-        invariants={x["id"]: float(x["score"]) for x in d.get("invariants", [])},
-        output=d.get("output"),
-        contract=d.get("contract"),
-        query=d.get("query"),
-        has_steps=has_steps or not raw,
-    )
-
-
 def read_observed(src: Source, *, file: str | None = None, embedded: bool = False) -> Observed:
-    """Read a ``contracteval.observed/v1`` document."""
+    """Read a ``contracteval.observed/v1`` document.
+
+    Parameters
+    ----------
+    src : mapping, str, bytes or pathlib.Path
+        Parsed data, JSON text, or a file to read.
+    file : str, optional
+        The file name errors name (a path's own name by default).
+    embedded : bool
+        An observed graph inside a case, whose ``format`` may be omitted.
+
+    Returns
+    -------
+    Observed
+
+    Raises
+    ------
+    ContractEvalError
+        Naming the file, the JSON path and the rule: unreadable JSON, a wrong ``format``,
+        a schema violation, a duplicate id.
+    """
     d, file = _document(src, OBSERVED, file=file, embedded=embedded)
     return observed_from_data(d, file=file)
 
 
 def read_case(src: Source, *, file: str | None = None) -> Case:
-    """Read one ``contracteval.case/v1`` document (a line of ``cases.jsonl``)."""
+    """Read one ``contracteval.case/v1`` document (a line of ``cases.jsonl``).
+
+    Parameters
+    ----------
+    src : mapping, str, bytes or pathlib.Path
+        Parsed data, JSON text, or a file to read.
+    file : str, optional
+        The file name errors name (a path's own name by default).
+
+    Returns
+    -------
+    Case
+
+    Raises
+    ------
+    ContractEvalError
+        Naming the file, the JSON path and the rule: unreadable JSON, a wrong ``format``,
+        a schema violation, a duplicate id.
+    """
     d, file = _document(src, CASE, file=file)
     obs_d = d["observed"]
     if obs_d.get("format", OBSERVED) != OBSERVED:
@@ -317,17 +329,74 @@ def read_case(src: Source, *, file: str | None = None) -> Case:
 
 
 def read_expected(src: Source, *, file: str | None = None) -> dict[str, Any]:
-    """Read a ``contracteval.expected/v1`` document (returned as validated data)."""
+    """Read a ``contracteval.expected/v1`` document.
+
+    Parameters
+    ----------
+    src : mapping, str, bytes or pathlib.Path
+        Parsed data, JSON text, or a file to read.
+    file : str, optional
+        The file name errors name (a path's own name by default).
+
+    Returns
+    -------
+    dict
+        The validated data.
+
+    Raises
+    ------
+    ContractEvalError
+        Naming the file, the JSON path and the rule: unreadable JSON, a wrong ``format``,
+        a schema violation, a duplicate id.
+    """
     return _document(src, EXPECTED, file=file)[0]
 
 
 def read_report(src: Source, *, file: str | None = None) -> dict[str, Any]:
-    """Read a ``contracteval.report/v1`` document (returned as validated data)."""
+    """Read a ``contracteval.report/v1`` document.
+
+    Parameters
+    ----------
+    src : mapping, str, bytes or pathlib.Path
+        Parsed data, JSON text, or a file to read.
+    file : str, optional
+        The file name errors name (a path's own name by default).
+
+    Returns
+    -------
+    dict
+        The validated data.
+
+    Raises
+    ------
+    ContractEvalError
+        Naming the file, the JSON path and the rule: unreadable JSON, a wrong ``format``,
+        a schema violation, a duplicate id.
+    """
     return _document(src, REPORT, file=file)[0]
 
 
 def read_document(src: Source, *, file: str | None = None) -> Any:
-    """Read any document, dispatching on its ``format`` key."""
+    """Read any document, dispatching on its ``format`` key.
+
+    Parameters
+    ----------
+    src : mapping, str, bytes or pathlib.Path
+        Parsed data, JSON text, or a file to read.
+    file : str, optional
+        The file name errors name (a path's own name by default).
+
+    Returns
+    -------
+    Contract, Query, Observed, Case or dict
+        What the matching reader returns.
+
+    Raises
+    ------
+    ContractEvalError
+        Naming the file, the JSON path and the rule: unreadable JSON, a wrong ``format``,
+        a schema violation, a duplicate id.
+    """
     data, file = load_json(src, file=file)
     fmt = data.get("format") if isinstance(data, dict) else None
     readers = {

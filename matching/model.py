@@ -10,10 +10,12 @@ The readers that check documents and build these are in :mod:`matching.formats`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+
+from .errors import ContractEvalError
 
 CONTRACT = "contracteval.contract/v1"
 QUERY = "contracteval.query/v1"
@@ -347,3 +349,105 @@ def observed_from_steps(
     ]
     edges = [Edge(x.id, y.id, "precedes") for x, y in zip(nodes, nodes[1:], strict=False)]
     return Observed(kind=kind, text=text, nodes=nodes, edges=edges)
+
+
+# --------------------------------------------------------------------------- from data
+
+
+def unique_ids(ids: Iterable[str], where: str, file: str | None) -> None:
+    seen: set[str] = set()
+    for i, x in enumerate(ids):
+        if x in seen:
+            raise ContractEvalError(
+                f"duplicate id {x!r}", file=file, path=f"$.{where}[{i}].id", rule="unique-id"
+            )
+        seen.add(x)
+
+
+# --------------------------------------------------------------------------- readers
+
+
+def _spans(items: Iterable[Mapping[str, Any]]) -> list[Span]:
+    return [Span.of(s) for s in items]
+
+
+def contract_from_data(d: Mapping[str, Any]) -> Contract:
+    """Build a :class:`Contract` from schema-valid data (no checks)."""
+    nodes = [
+        Node(
+            id=n["id"],
+            type=n["type"],
+            label=n["label"],
+            required=n["required"],
+            evidence=_spans(n["evidence"]),
+            description=n.get("description", ""),
+            explicit=n.get("explicit", False),
+            combine=n.get("combine", "all"),
+            parent=n.get("parent"),
+            meta=dict(n.get("meta", {})),
+        )
+        for n in d["nodes"]
+    ]
+    art = d["artifact"]
+    return Contract(
+        id=d["id"],
+        text=art["text"],
+        media_type=art.get("media_type"),
+        title=d.get("title"),
+        domain=d.get("domain"),
+        nodes=nodes,
+        edges=[Edge(e["source"], e["target"], e["kind"]) for e in d.get("edges", [])],
+        invariants=[
+            Invariant(
+                id=i["id"],
+                label=i["label"],
+                evidence=_spans(i["evidence"]),
+                description=i.get("description", ""),
+                applies_to=list(i.get("applies_to", [])),
+                check=dict(i["check"]) if "check" in i else None,
+            )
+            for i in d.get("invariants", [])
+        ],
+        queries=[Query.of(q) for q in d.get("queries", [])],
+    )
+
+
+def observed_from_data(d: Mapping[str, Any], *, file: str | None = None) -> Observed:
+    """Build an :class:`Observed` from schema-valid data; checks ids and steps."""
+    raw = d["nodes"]
+    unique_ids([n["id"] for n in raw], "nodes", file)
+    with_step = [("step" in n) for n in raw]
+    if any(with_step) and not all(with_step):
+        i = with_step.index(False)
+        raise ContractEvalError(
+            "'step' must be given for every node or for none",
+            file=file,
+            path=f"$.nodes[{i}]",
+            rule="step",
+        )
+    has_steps = bool(raw) and all(with_step)
+    nodes = [
+        ObservedNode(
+            id=n["id"],
+            label=n["label"],
+            evidence=_spans(n["evidence"]),
+            step=n["step"] if has_steps else i,
+            description=n.get("description", ""),
+            type=n.get("type"),
+            gold=n.get("gold"),
+            index=i,
+        )
+        for i, n in enumerate(raw)
+    ]
+    src = d["source"]
+    return Observed(
+        kind=src["kind"],
+        text=src["text"],
+        nodes=nodes,
+        edges=[Edge(e["source"], e["target"], e["kind"]) for e in d.get("edges", [])],
+        invariants={x["id"]: float(x["score"]) for x in d.get("invariants", [])},
+        output=d.get("output"),
+        contract=d.get("contract"),
+        query=d.get("query"),
+        has_steps=has_steps or not raw,
+    )
