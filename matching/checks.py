@@ -58,10 +58,20 @@ def _timed(rx: str, call: str, text: str) -> Any:
 def search(rx: str, text: str) -> bool:
     """Whether ``rx`` matches anywhere in ``text`` (``re.search`` semantics).
 
+    Parameters
+    ----------
+    rx : str
+        A Python regular expression.
+    text : str
+
+    Returns
+    -------
+    bool
+
     Raises
     ------
     CheckTimeout
-        When the search runs past :data:`REGEX_TIMEOUT`.
+        When the regex runs past :data:`REGEX_TIMEOUT`.
     """
     return _timed(rx, "search", text) is not None
 
@@ -69,16 +79,42 @@ def search(rx: str, text: str) -> bool:
 def fullmatch(rx: str, text: str) -> bool:
     """Whether ``rx`` matches the whole of ``text`` (``re.fullmatch`` semantics).
 
+    Parameters
+    ----------
+    rx : str
+        A Python regular expression.
+    text : str
+
+    Returns
+    -------
+    bool
+
     Raises
     ------
     CheckTimeout
-        When the match runs past :data:`REGEX_TIMEOUT`.
+        When the regex runs past :data:`REGEX_TIMEOUT`.
     """
     return _timed(rx, "fullmatch", text) is not None
 
 
 def spans(rx: str, text: str) -> list[tuple[int, int]]:
-    """Every non-overlapping match of ``rx`` in ``text``, as ``(start, end)``."""
+    """Every non-overlapping match of ``rx`` in ``text`` (``re.finditer`` semantics).
+
+    Parameters
+    ----------
+    rx : str
+        A Python regular expression.
+    text : str
+
+    Returns
+    -------
+    list of (int, int)
+
+    Raises
+    ------
+    CheckTimeout
+        When the regex runs past :data:`REGEX_TIMEOUT`.
+    """
     try:
         return [m.span() for m in compiled(rx).finditer(text, timeout=REGEX_TIMEOUT)]
     except TimeoutError:
@@ -164,6 +200,17 @@ def schema_validator(schema: Mapping[str, Any]) -> Any:
 
 def schema_error(schema: Mapping[str, Any], value: Any) -> str | None:
     """Why ``value`` fails ``schema`` (the most relevant error), or ``None``.
+
+    Parameters
+    ----------
+    schema : mapping
+        A draft 2020-12 JSON Schema.
+    value : object
+        Parsed JSON.
+
+    Returns
+    -------
+    str or None
 
     Raises
     ------

@@ -55,6 +55,7 @@ def _check_modes(args: argparse.Namespace) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    """contracteval validate: the audit of a contract (exit 1 with errors)."""
     audit = audit_file(Path(args.contract))
     if args.json:
         _print_json(audit.to_dict())
@@ -73,6 +74,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_condition(args: argparse.Namespace) -> int:
+    """contracteval condition: the expected graph of a query, as JSON."""
     contract = load_contract(Path(args.contract))
     try:
         expected = condition(contract, _query_arg(contract, args.query))
@@ -83,6 +85,7 @@ def cmd_condition(args: argparse.Namespace) -> int:
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
+    """contracteval extract: an observed graph built from a text."""
     src = Path(args.source)
     try:
         text = src.read_text(encoding="utf-8")
@@ -105,6 +108,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
 
 def cmd_match(args: argparse.Namespace) -> int:
+    """contracteval match: the conformance report of an observed graph."""
     _check_modes(args)
     contract = load_contract(Path(args.contract))
     observed = read_observed(Path(args.observed))
@@ -119,6 +123,7 @@ def cmd_match(args: argparse.Namespace) -> int:
 
 
 def cmd_perturb(args: argparse.Namespace) -> int:
+    """contracteval perturb: a suite folder with the perturbed cases added."""
     families = _families(args.families)
     suite = load_suite(Path(args.suite))
     bar = ProgressBar("perturb")
@@ -152,6 +157,7 @@ def _families(value: str) -> list[str]:
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
+    """contracteval suite: run and score every case; the family table and JSON."""
     _check_modes(args)
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
@@ -358,6 +364,7 @@ def _add_suite_commands(sub: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (CLI.md)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bench"]:
         # the benchmark has its own options (--quick, --json): hand them over untouched

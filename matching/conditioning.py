@@ -91,7 +91,22 @@ class Expected:
 
 
 def resolve_query(contract: Contract, query: Query | Mapping[str, Any] | str) -> Query:
-    """A query object from an object, a document, or the id of an embedded query."""
+    """A query object from an object, a document, or the id of an embedded query.
+
+    Parameters
+    ----------
+    contract : Contract
+    query : Query, mapping or str
+
+    Returns
+    -------
+    Query
+
+    Raises
+    ------
+    ContractEvalError
+        For an id the contract has no query of, or a document that is not a query.
+    """
     if isinstance(query, Query):
         return query
     if isinstance(query, str):

@@ -210,6 +210,24 @@ def metrics(
 
     An unjudged checked output (its check ran out of time) is left out of
     ``output_validity``, as unjudged invariants are left out of ``invariant_score``.
+
+    Parameters
+    ----------
+    expected : Expected
+        G_E(q).
+    m : Alignment
+        The alignment M (§2).
+    s : Satisfaction
+        Satisfaction and positions (§3).
+    conformance : (int, int)
+        Conforming and ordered edges (:func:`~matching.failures.ordering_failures`).
+    scores : mapping
+        The judged invariant scores (:func:`~matching.failures.invariant_scores`).
+
+    Returns
+    -------
+    dict
+        Metric name (:data:`METRICS`) -> value rounded to 6 decimals, or None.
     """
     ids = expected.contract.by_id
     sat = s.sat
@@ -232,7 +250,20 @@ def metrics(
 def node_status(
     expected: Expected, s: Satisfaction, unsatisfied: Mapping[str, str]
 ) -> dict[str, str]:
-    """The status of every expected node (see :class:`Evaluation`)."""
+    """The status of every expected node (see :class:`Evaluation`).
+
+    Parameters
+    ----------
+    expected : Expected
+    s : Satisfaction
+    unsatisfied : mapping
+        The status of unsatisfied required nodes (:func:`~matching.failures.omission_failures`).
+
+    Returns
+    -------
+    dict
+        Node id -> status, in G_E's node order.
+    """
     out: dict[str, str] = {}
     for n in expected.nodes:
         out[n] = s.how(n) or unsatisfied.get(n, "unsatisfied")
@@ -240,7 +271,17 @@ def node_status(
 
 
 def observed_status(m: Alignment) -> dict[str, str]:
-    """The status of every kept observed node (see :class:`Evaluation`)."""
+    """The status of every kept observed node (see :class:`Evaluation`).
+
+    Parameters
+    ----------
+    m : Alignment
+
+    Returns
+    -------
+    dict
+        Observed id -> ``paired``, ``output``, ``repeat``, ``wrong_branch`` or ``extra``.
+    """
     out: dict[str, str] = {}
     outputs = set(m.consumed_output)
     paired = m.paired_observed

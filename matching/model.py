@@ -327,10 +327,24 @@ class Case:
 def observed_from_steps(
     text: str, kind: str, steps: list[tuple[int, int, str, str, str | None]]
 ) -> Observed:
-    """An observed graph whose nodes are ``(start, end, label, description, type)`` in
-    text order: ids ``o1…``, one step each, exact quotes, ``precedes`` edges between them.
+    """An observed graph built from extracted steps, in text order.
 
-    >>> obs = observed_from_steps("Checked it.", "response", [(0, 11, "Check", "", None)])
+    Parameters
+    ----------
+    text : str
+        The source text.
+    kind : {"trace", "response"}
+    steps : list of (int, int, str, str, str or None)
+        ``(start, end, label, description, type)`` of each step.
+
+    Returns
+    -------
+    Observed
+        Ids ``o1…``, one step each, exact quotes, ``precedes`` edges between them.
+
+    Examples
+    --------
+    >>> obs = observed_from_steps("Checked it. Done it.", "response", [(0, 11, "Check", "", None)])
     >>> obs.nodes[0].evidence[0].quote, obs.nodes[0].step
     ('Checked it.', 0)
     """
@@ -372,7 +386,17 @@ def _spans(items: Iterable[Mapping[str, Any]]) -> list[Span]:
 
 
 def contract_from_data(d: Mapping[str, Any]) -> Contract:
-    """Build a :class:`Contract` from schema-valid data (no checks)."""
+    """Build a :class:`Contract` from schema-valid data (no checks).
+
+    Parameters
+    ----------
+    d : mapping
+        A contract document that passed its schema.
+
+    Returns
+    -------
+    Contract
+    """
     nodes = [
         Node(
             id=n["id"],
@@ -413,7 +437,24 @@ def contract_from_data(d: Mapping[str, Any]) -> Contract:
 
 
 def observed_from_data(d: Mapping[str, Any], *, file: str | None = None) -> Observed:
-    """Build an :class:`Observed` from schema-valid data; checks ids and steps."""
+    """Build an :class:`Observed` from schema-valid data.
+
+    Parameters
+    ----------
+    d : mapping
+        An observed document that passed its schema.
+    file : str, optional
+        The file name errors name.
+
+    Returns
+    -------
+    Observed
+
+    Raises
+    ------
+    ContractEvalError
+        For duplicate node ids, or ``step`` given for some nodes and not others.
+    """
     raw = d["nodes"]
     unique_ids([n["id"] for n in raw], "nodes", file)
     with_step = [("step" in n) for n in raw]
