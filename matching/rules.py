@@ -16,6 +16,7 @@ import networkx as nx
 import regex
 
 from . import checks
+from .conditioning import condition
 from .errors import ContractEvalError
 from .model import ORDER_KINDS, Contract, Edge, Invariant, Node, Span
 
@@ -276,8 +277,6 @@ def _regex_warnings(c: Contract) -> list[Finding]:
 
 def _query_errors(c: Contract, errors: list[Finding]) -> None:
     """Every embedded query conditions the contract (ALGORITHMS.md §1)."""
-    from .conditioning import condition
-
     for i, q in enumerate(c.queries):
         try:
             condition(c, q)
