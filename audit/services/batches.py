@@ -153,6 +153,7 @@ def batch_create(
             created_by=actor(user),
         )
         enqueue.batch_on_commit(batch.pk)
+    logger.info("batch %s created: %s, %s cases", batch.pk, label, total)
     return batch
 
 
