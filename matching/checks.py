@@ -44,7 +44,21 @@ class CheckTimeout(Exception):
 
 @cache
 def compiled(rx: str) -> Any:
-    """``rx`` compiled by the ``regex`` package in its ``re``-compatible mode (cached)."""
+    """``rx`` compiled by the ``regex`` package in its ``re``-compatible mode (cached).
+
+    Parameters
+    ----------
+    rx : str
+
+    Returns
+    -------
+    regex.Pattern
+
+    Raises
+    ------
+    regex.error
+        When ``rx`` is not a valid pattern.
+    """
     return regex.compile(rx, regex.VERSION0)
 
 
@@ -131,11 +145,19 @@ _REPEATS = {"MAX_REPEAT", "MIN_REPEAT"}
 
 
 def nested_quantifier(rx: str) -> bool:
-    """Whether ``rx`` repeats a group that itself holds an unbounded repeat, like
-    ``(a+)+`` or ``(\\w*\\s)*``: the shape behind catastrophic backtracking.
+    """Whether ``rx`` repeats a group that itself holds an unbounded repeat.
 
+    Like ``(a+)+`` or ``(\\w*\\s)*``: the shape behind catastrophic backtracking.
     Possessive and atomic groups (which never backtrack into) are not flagged; a
     pattern ``re`` cannot parse is not flagged either (the audit reports it as invalid).
+
+    Parameters
+    ----------
+    rx : str
+
+    Returns
+    -------
+    bool
     """
     try:
         tree = re._parser.parse(rx)  # type: ignore[attr-defined]
@@ -197,7 +219,18 @@ def _schema_validator(schema_json: str) -> Any:
 
 
 def schema_validator(schema: Mapping[str, Any]) -> Any:
-    """The cached draft 2020-12 validator of ``schema``."""
+    """The cached draft 2020-12 validator of ``schema``.
+
+    Its ``pattern`` keyword searches with the time limit of the other checks.
+
+    Parameters
+    ----------
+    schema : mapping
+
+    Returns
+    -------
+    jsonschema.protocols.Validator
+    """
     return _schema_validator(json.dumps(schema, sort_keys=True))
 
 
