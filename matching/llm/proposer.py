@@ -45,9 +45,10 @@ from typing import Any
 from ..extractors import FallbackWarning
 from ..formats import NODE_TYPES
 from ..propose import ProposalNote, Proposals, propose_heuristic, suggest_id
+from .anchor import MIN_ARTIFACT_WORDS, Index, Miss, QuoteReport
 from .client import LLMClient, LLMError, data_message
 from .config import LLMConfig
-from .locate import chunks, locate
+from .locate import chunks
 
 __all__ = [
     "PROPOSER_PROMPT",
@@ -158,9 +159,13 @@ class Discarded:
     what: str  # "node", "invariant", "edge" or "parent"
     label: str
     reason: str
+    kind: str = ""  # for quotes: a key of matching.llm.anchor.MISS_WORDS
 
     def to_dict(self) -> dict[str, str]:
-        return {"what": self.what, "label": self.label, "reason": self.reason}
+        d = {"what": self.what, "label": self.label, "reason": self.reason}
+        if self.kind:
+            d["kind"] = self.kind
+        return d
 
 
 @dataclass
@@ -170,6 +175,12 @@ class LLMProposals(Proposals):
     model: str = ""
     discarded: list[Discarded] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
+    quotes: QuoteReport = field(default_factory=QuoteReport)
+
+    @property
+    def unreliable(self) -> bool:
+        """Most of the model's quotes were discarded (see :attr:`quotes`)."""
+        return self.quotes.unreliable
 
 
 def _check_answer(data: Any) -> str | None:
@@ -198,6 +209,8 @@ class _Merger:
         self.by_id: dict[str, dict[str, Any]] = {}
         self.span_owner: dict[tuple[int, int], str] = {}
         self.label_owner: dict[str, str] = {}
+        self.chunk = Index(text, min_words=MIN_ARTIFACT_WORDS)
+        self._whole: Index | None = None
 
     def fresh_id(self, label: str) -> str:
         base = suggest_id(label)
@@ -206,22 +219,33 @@ class _Merger:
             candidate, n = f"{base}_{n}", n + 1
         return candidate
 
-    def discard(self, what: str, label: str, reason: str) -> None:
-        self.out.discarded.append(Discarded(what, label, reason))
+    def discard(self, what: str, label: str, reason: str, kind: str = "") -> None:
+        self.out.discarded.append(Discarded(what, label, reason, kind))
 
-    def find(self, quote: str, lo: int, hi: int) -> tuple[int, int] | None:
-        # The chunk first (the model saw it), then the whole text: a quote from the
-        # overlap may sit just outside the window after a whitespace-normalised match.
-        return locate(self.text, quote, lo, hi) or locate(self.text, quote)
+    def find(self, what: str, label: str, quote: str) -> tuple[int, int] | None:
+        """The quote's span (the chunk first: the model saw it; then the whole text, as
+        a quote from the overlap may sit just outside the window), or None, reported."""
+        found = self.chunk.anchor(quote)
+        if isinstance(found, Miss) and found.kind == "not_found":
+            if self._whole is None:
+                self._whole = Index(self.text, min_words=MIN_ARTIFACT_WORDS)
+            found = self._whole.anchor(quote)
+        if isinstance(found, Miss):
+            self.out.quotes.miss(found)
+            reason = found.reason.replace("the source text", "the artifact")
+            self.discard(what, label, reason, found.kind)
+            return None
+        self.out.quotes.kept()
+        return found
 
     def add(self, answer: dict[str, Any], lo: int, hi: int) -> None:
         keymap: dict[str, str] = {}  # the model's keys -> our ids
         parents: list[tuple[str, str | None, str]] = []
+        self.chunk = Index(self.text, lo, hi, min_words=MIN_ARTIFACT_WORDS)
         for item in answer["nodes"]:
             label = item["label"].strip() or item["quote"].strip()[:90]
-            found = self.find(item["quote"], lo, hi)
+            found = self.find("node", label, item["quote"])
             if found is None:
-                self.discard("node", label, f"quote not found in the artifact: {item['quote']!r}")
                 continue
             same = self.span_owner.get(found) or self.label_owner.get(_norm_label(label))
             if same is not None:
@@ -264,11 +288,8 @@ class _Merger:
                 self.by_id[node_id]["parent"] = parent
         for item in answer["invariants"]:
             label = item["label"].strip() or item["quote"].strip()[:90]
-            found = self.find(item["quote"], lo, hi)
+            found = self.find("invariant", label, item["quote"])
             if found is None:
-                self.discard(
-                    "invariant", label, f"quote not found in the artifact: {item['quote']!r}"
-                )
                 continue
             span = self._span(found)
             if any(inv["evidence"][0] == span for inv in self.out.invariants) or any(
