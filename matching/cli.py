@@ -22,6 +22,7 @@ from .evaluate import evaluate_detailed
 from .extract import reextract
 from .extractors import EXTRACTORS, FallbackWarning, get_extractor
 from .formats import Contract, Query, dumps, read_observed, read_query
+from .llm.errors import LLMConfigError, LLMError
 from .match import MODES
 from .perturb import FAMILIES
 from .progress import ProgressBar
@@ -156,6 +157,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
     _check_modes(args)
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    config = _llm_config() if args.extractor == "llm" else None  # bad settings: stop first
     suite = load_suite(Path(args.suite))
     started = time.perf_counter()
     bar = ProgressBar(f"suite ({args.mode})")
@@ -170,6 +172,11 @@ def cmd_suite(args: argparse.Namespace) -> int:
     doc["seconds"] = seconds
     sys.stdout.write(format_table(doc) + "\n")
     sys.stdout.write(f"{doc['cases']} cases in {seconds:.2f} s\n")
+    if config is not None and config.configured and args.jobs == 1:
+        from .llm.client import LLMClient
+
+        doc["llm"] = LLMClient.shared(config).usage()  # the extractor's calls in this run
+        sys.stdout.write(_llm_summary(doc["llm"], config.model))
     if args.json:
         Path(args.json).write_text(dumps(doc), encoding="utf-8")
     return 0
@@ -178,10 +185,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
 def _llm_config() -> Any:
     from .llm.config import LLMConfig
 
-    try:
-        return LLMConfig.from_env()
-    except ValueError as exc:  # a malformed CONTRACTEVAL_LLM_* value
-        raise UsageError(str(exc)) from None
+    return LLMConfig.from_env()  # LLMConfigError (a usage error) names a bad variable
 
 
 def _llm_summary(usage: dict[str, Any], model: str) -> str:
@@ -365,12 +369,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         warnings.showwarning = _show_warning
         try:
             return int(args.func(args))
-        except UsageError as exc:
+        except (UsageError, LLMConfigError) as exc:
             parser.print_usage(sys.stderr)
             sys.stderr.write(f"contracteval: usage error: {exc}\n")
             return 2
         except ContractEvalError as exc:
             sys.stderr.write(f"contracteval: error: {exc}\n")
+            return 1
+        except LLMError as exc:
+            # Every LLM failure is classified into one line; a traceback helps nobody.
+            sys.stderr.write(f"contracteval: error: LLM call failed: {exc.reason}\n")
             return 1
         except BrokenPipeError:
             return 0

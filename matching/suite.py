@@ -23,6 +23,7 @@ from .errors import ContractEvalError
 from .evaluate import evaluate_detailed
 from .extract import reextract
 from .formats import Case, Contract, dumps, read_case
+from .llm.errors import LLMError
 from .perturb import FAMILIES, perturb_case
 from .validate import load_contract
 
@@ -167,7 +168,8 @@ def _run_one(i: int) -> CaseResult:
         ev = evaluate_detailed(cache[key], obs, mode=mode)
         fails = [(f["family"], f["location"]) for f in ev.failures]
         return CaseResult(case.id, case.clean, case.family, case.location, ev.verdict, fails)
-    except (ContractEvalError, ValueError) as exc:
+    except (ContractEvalError, ValueError, LLMError) as exc:
+        # An LLM extractor's failure is one failed case: the run goes on and lists it.
         return CaseResult(case.id, case.clean, case.family, case.location, None, [], str(exc))
 
 
