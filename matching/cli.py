@@ -22,6 +22,8 @@ from .evaluate import evaluate_detailed
 from .extract import reextract
 from .extractors import EXTRACTORS, FallbackWarning, get_extractor
 from .formats import Contract, Query, dumps, read_observed, read_query
+from .importers import INPUT_KINDS, parse_select, trajectories
+from .importers.load import load_trace, read_source
 from .llm.errors import LLMConfigError, LLMError
 from .match import MODES
 from .perturb import FAMILIES
@@ -85,16 +87,12 @@ def cmd_condition(args: argparse.Namespace) -> int:
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
-    src = Path(args.source)
-    try:
-        text = src.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ContractEvalError(
-            f"cannot read file: {exc.strerror}", file=str(src), rule="io"
-        ) from None
-    except UnicodeDecodeError:
-        raise ContractEvalError("not UTF-8 text", file=str(src), rule="io") from None
-    obs = get_extractor(args.extractor)(text, kind=args.kind)
+    # JSON sources (chat transcripts, spans, τ-bench results …) are rendered first.
+    src = load_trace(Path(args.source), "auto", parse_select(args.select), text_kind=args.kind)
+    extractor = get_extractor(args.extractor)
+    obs = extractor(src.text, kind=src.source_kind)
+    obs.output = src.output
+    _note_quotes(extractor)
     if args.contract:
         contract = load_contract(Path(args.contract))
         obs.contract = contract.id
@@ -103,6 +101,38 @@ def cmd_extract(args: argparse.Namespace) -> int:
     elif args.query:
         obs.query = read_query(Path(args.query)).id if Path(args.query).is_file() else args.query
     _print_json(obs.to_dict())
+    return 0
+
+
+def _note_quotes(extractor: Any) -> None:
+    """Say on stderr how many of an LLM extractor's quotes were discarded, and why."""
+    report = getattr(extractor, "report", None)
+    if report is not None and report.discarded:
+        sys.stderr.write(f"contracteval: note: LLM extractor {report.summary()}\n")
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """Any supported trace format → an observed document (or the rendered trace)."""
+    if args.list:
+        _, data = read_source(Path(args.file))
+        _print_json(trajectories(data))
+        return 0
+    if not args.out:
+        raise UsageError("--out is required (or --list to see a results file's trajectories)")
+    src = load_trace(Path(args.file), args.format, parse_select(args.select))
+    if args.write == "trace":
+        Path(args.out).write_text(src.text, encoding="utf-8")
+    else:
+        doc: dict[str, Any] = {
+            "format": "contracteval.observed/v1",
+            "source": {"kind": src.source_kind, "text": src.text},
+            "nodes": [],
+        }
+        if src.output:
+            doc["output"] = src.output
+        read_observed(doc)  # what we write must read back
+        Path(args.out).write_text(dumps(doc), encoding="utf-8")
+    sys.stderr.write(f"contracteval: imported {src.kind} from {args.file} into {args.out}\n")
     return 0
 
 
@@ -310,7 +340,22 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--extractor", choices=EXTRACTORS, default="heuristic")
     s.add_argument("--contract")
     s.add_argument("--query")
+    s.add_argument("--select", metavar="task_id=…,trial=…", help="a τ-bench results entry")
     s.set_defaults(func=cmd_extract)
+
+    s = sub.add_parser("import", help="read a trace export into an observed document")
+    s.add_argument("file")
+    s.add_argument("--format", choices=("auto", *INPUT_KINDS[1:]), default="auto")
+    s.add_argument("--select", metavar="task_id=…,trial=…", help="a τ-bench results entry")
+    s.add_argument("--out", metavar="OBSERVED.json")
+    s.add_argument(
+        "--write",
+        choices=("observed", "trace"),
+        default="observed",
+        help="an observed document (default) or the rendered trace text",
+    )
+    s.add_argument("--list", action="store_true", help="list a results file's trajectories")
+    s.set_defaults(func=cmd_import)
 
     s = sub.add_parser("match", help="conformance report of an observed graph")
     s.add_argument("contract")

@@ -59,7 +59,9 @@ def _calls(data: Mapping[str, Any], path: str) -> Events:
         cpath = f"{path}.tool_calls[{j}]"
         if not isinstance(call, Mapping):
             raise fail("a tool call must be an object", RULE, cpath)
-        fn = call.get("function") if isinstance(call.get("function"), Mapping) else call
+        fn: Mapping[str, Any] = call
+        if isinstance(call.get("function"), Mapping):
+            fn = call["function"]
         name = fn.get("name")
         if not isinstance(name, str):
             raise fail("a tool call needs a name", RULE, cpath)
@@ -76,6 +78,7 @@ def render_langchain(data: Any) -> str:
     events: Events = []
     for i, msg in enumerate(messages):
         path = f"$[{i}]"
+        body: Mapping[str, Any]
         if isinstance(msg, (list, tuple)) and len(msg) == 2 and _type(msg[0]):
             kind, body = _type(msg[0]), {"content": msg[1]}
         elif isinstance(msg, Mapping) and _type(msg.get("type")):

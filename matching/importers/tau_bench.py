@@ -100,7 +100,7 @@ def select(data: Any, choice: Mapping[str, str] | None) -> Mapping[str, Any]:
     if not choice:
         what = f"the file holds {len(data)} trajectories"
     raise ContractEvalError(
-        f"{what}: choose one with task_id and trial (available: {_listing(data)})",
+        f"{what}: choose one with task_id=…,trial=… (available: {_listing(data)})",
         rule="tau-bench-select",
     )
 

@@ -12,7 +12,7 @@ text order of the evidence, so the model cannot choose them.
 >>> LLMExtractor(LLMConfig())
 Traceback (most recent call last):
 ...
-matching.llm.client.LLMError: no LLM endpoint configured: set CONTRACTEVAL_LLM_API_KEY or OPENAI_API_KEY
+matching.llm.errors.LLMError: no LLM endpoint configured: set CONTRACTEVAL_LLM_API_KEY or OPENAI_API_KEY
 """
 
 from __future__ import annotations

@@ -87,6 +87,17 @@ def _is_html(headers: Mapping[str, str], body: bytes) -> bool:
     return "html" in headers.get("content-type", "") or head.startswith((b"<!doctype", b"<html"))
 
 
+class _StopAt(tenacity.stop.stop_base):
+    """Never sleep past the call's deadline: give up now instead."""
+
+    def __init__(self, clock: Callable[[], float], deadline: float) -> None:
+        self.clock = clock
+        self.deadline = deadline
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> bool:
+        return self.clock() + (retry_state.upcoming_sleep or 0.0) >= self.deadline
+
+
 class Transport:
     """Sends chat-completion requests for one :class:`LLMConfig`."""
 
@@ -113,7 +124,7 @@ class Transport:
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(_Transient),
             stop=tenacity.stop_after_attempt(self.config.max_retries + 1)
-            | (lambda rs: self.clock() + (rs.upcoming_sleep or 0.0) >= deadline),
+            | _StopAt(self.clock, deadline),
             wait=self._wait,
             sleep=self.sleep,
             reraise=True,
