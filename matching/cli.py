@@ -146,8 +146,26 @@ def cmd_match(args: argparse.Namespace) -> int:
         expected = condition(contract, _query_arg(contract, args.query))
     except ContractEvalError as exc:
         raise exc.with_file(args.contract) from None
+    if args.judge_invariants:
+        _judge_invariants(expected, observed)
     _print_json(evaluate_detailed(expected, observed, mode=args.mode).report())
     return 0
+
+
+def _judge_invariants(expected: Any, observed: Any) -> None:
+    """Score G_E's invariants that have no machine check with the LLM judge."""
+    config = _llm_config()
+    if not config.configured:
+        raise LLMError(
+            "--judge-invariants needs an LLM endpoint and none is configured (set"
+            " CONTRACTEVAL_LLM_API_KEY or OPENAI_API_KEY); nothing was run"
+        )
+    from .llm.client import LLMClient
+    from .llm.judge import judge_invariants
+
+    client = LLMClient(config)
+    observed.invariants.update(judge_invariants(client, expected, observed))
+    sys.stderr.write(_llm_summary(client.usage(), config.model))
 
 
 def cmd_perturb(args: argparse.Namespace) -> int:
@@ -363,6 +381,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--observed", required=True)
     s.add_argument("--mode", choices=MODES, default="token")
     s.add_argument("--extractor", choices=("none", *EXTRACTORS), default="none")
+    s.add_argument(
+        "--judge-invariants",
+        action="store_true",
+        help="score invariants without a machine check with the LLM judge",
+    )
     s.set_defaults(func=cmd_match)
 
     s = sub.add_parser("perturb", help="make the perturbed cases of a suite")
