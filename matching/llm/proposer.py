@@ -46,7 +46,7 @@ from ..extractors import FallbackWarning
 from ..formats import NODE_TYPES
 from ..propose import ProposalNote, Proposals, propose_heuristic, suggest_id
 from .anchor import MIN_ARTIFACT_WORDS, Index, Miss, QuoteReport
-from .client import LLMClient, LLMError, data_message
+from .client import LLMClient, LLMError, data_message, data_sections
 from .config import LLMConfig
 from .locate import chunks
 
@@ -368,15 +368,22 @@ def propose_llm(
     first_call = len(client.calls)
     for i, piece in enumerate(pieces):
         where = "the whole artifact" if len(pieces) == 1 else f"part {i + 1} of {len(pieces)}"
-        context = ""
+        artifact = f"instruction artifact ({where})"
         if merger.out.nodes:
-            context = (
-                "Already proposed from earlier parts (refer to them by id as parent or edge"
-                f" endpoint; do not propose them again):\n{merger.known()}\n\n"
+            # The kept nodes are data too: inside the block, before the artifact part.
+            user = data_sections(
+                [
+                    (
+                        "ALREADY PROPOSED",
+                        "Already proposed from earlier parts (refer to them by id as parent"
+                        f" or edge endpoint; do not propose them again):\n{merger.known()}",
+                    ),
+                    (artifact.upper(), text[piece.start : piece.end]),
+                ],
+                f"{artifact} with the nodes already proposed",
             )
-        user = context + data_message(
-            text[piece.start : piece.end], f"instruction artifact ({where})"
-        )
+        else:
+            user = data_message(text[piece.start : piece.end], artifact)
         answer = client.complete_json(
             purpose="propose",
             system=PROPOSER_PROMPT,
