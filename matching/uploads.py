@@ -1,7 +1,9 @@
 """Uploads of an agent's work, parsed into one observed document (no Django).
 
-An upload is an observed document, an OpenAI chat transcript, a τ-bench action list or
-pasted text (a trace or a final response). :func:`prepare_input` recognises the kind,
+An upload is an observed document, a transcript or span export of one of the
+formats of :mod:`matching.importers` (OpenAI chat or Responses, Anthropic Messages,
+LangChain, OpenTelemetry GenAI spans, a τ-bench results file or action list) or pasted
+text (a trace or a final response). :func:`prepare_input` recognises the kind,
 renders anything that is not already an observed document to trace text (see
 :mod:`matching.importers`), and checks the result against the observed schema: a bad
 upload raises :class:`~matching.errors.ContractEvalError` naming what is wrong.
@@ -22,10 +24,10 @@ from typing import Any
 
 from .errors import ContractEvalError
 from .formats import OBSERVED, read_observed
-from .importers import detect_kind, render
+from .importers import INPUT_KINDS, detect_kind, last_agent_message, parse_select, render
 
-# The values a caller may pass (the web app stores them as its own choices).
-INPUT_KINDS = ("observed", "text", "openai", "tau_bench")
+# INPUT_KINDS (from the importers) are the values a caller may pass; the web app stores
+# them as its own choices.
 MODES = ("oracle", "token")
 EXTRACTORS = ("none", "heuristic", "llm")
 SOURCE_KINDS = ("response", "trace")
@@ -63,12 +65,15 @@ def prepare_input(
     source_kind: str = "auto",
     extractor: str = "none",
     mode: str = "token",
+    select: str | Mapping[str, str] | None = None,
 ) -> PreparedInput:
     """Parse, render and validate one input; raises :class:`ContractEvalError`.
 
     ``kind`` is one of :data:`INPUT_KINDS` or ``auto`` (JSON that is an observed document, a
     chat transcript or an action list is recognised; anything else is pasted text).
-    ``data`` is text (``str``/``bytes``) or already-parsed JSON.
+    ``data`` is text (``str``/``bytes``) or already-parsed JSON. ``select``
+    (``"task_id=3,trial=0"`` or a mapping) chooses the trajectory of a τ-bench results
+    file; without one, a file of several is refused with the list of them.
     """
     if mode not in MODES:
         raise ContractEvalError(f"unknown mode {mode!r}: expected oracle or token", rule="mode")
@@ -105,7 +110,7 @@ def prepare_input(
             kind, data = detect_kind(parsed), parsed
     if kind not in INPUT_KINDS:
         raise ContractEvalError(
-            f"unknown input kind {kind!r}: expected observed, text, openai or tau_bench",
+            f"unknown input kind {kind!r}: expected one of {', '.join(INPUT_KINDS)}",
             rule="input-kind",
         )
     if kind == "observed":
@@ -116,7 +121,8 @@ def prepare_input(
         return PreparedInput(kind=kind, observed=doc, extractor=extractor)
     if kind != "text" and isinstance(data, str):
         data = _parse_json(data)
-    text = render(kind, data)
+    choice = parse_select(select) if isinstance(select, str) or select is None else select
+    text = render(kind, data, select=choice)
     if source_kind == "auto":
         source_kind = "trace" if kind != "text" or _EVENT.search(text) else "response"
     if source_kind not in SOURCE_KINDS:
@@ -150,6 +156,8 @@ def _final_output(kind: str, data: Any, text: str, source_kind: str) -> str | No
     message of a transcript, the last ``respond`` of an action list, or a pasted response."""
     if kind == "text":
         return text.strip() if source_kind == "response" else None
+    if kind not in ("openai", "tau_bench"):
+        return last_agent_message(text)
     items = (
         data.get("messages" if kind == "openai" else "actions")
         if isinstance(data, Mapping)

@@ -122,6 +122,11 @@ def proposal_run_execute(*, run_id: int, final_attempt: bool = True) -> Proposal
         if isinstance(proposals, LLMProposals):
             run.model_name = proposals.model
             run.discarded = [d.to_dict() for d in proposals.discarded]
+            if proposals.unreliable:
+                run.notice = (
+                    "unreliable: most of the model's quotes were not anchored in the"
+                    f" artifact ({proposals.quotes.summary()}); what was proposed is thin"
+                )
         nodes, edges = contract_apply_proposals(
             contract=contract, user=run.requested_by, proposals=proposals
         )

@@ -31,6 +31,7 @@ from ..evaluate import FAMILIES
 from ..formats import Case, Contract, Invariant, Observed
 from ..suite import CaseResult, Suite
 from .client import LLMClient, LLMError, data_sections
+from .config import LLMConfig
 from .locate import chunks
 
 __all__ = [
@@ -176,7 +177,9 @@ def judge_invariant(client: LLMClient, invariant: Invariant, observed: Observed)
 
 def _parts(client: LLMClient, text: str) -> list[tuple[str, str]]:
     """``(" (part i of n)", piece)`` of a long text, or ``("", text)``."""
-    size = max(200, client.config.chunk_chars)
+    # Callers may wrap the client (to watch its answers): only complete_json is certain.
+    config = getattr(client, "config", None)
+    size = max(200, getattr(config, "chunk_chars", LLMConfig.chunk_chars))
     pieces = chunks(text, size=size, overlap=size // 8)
     if len(pieces) == 1:
         return [("", text)]

@@ -162,10 +162,8 @@ class Discarded:
     kind: str = ""  # for quotes: a key of matching.llm.anchor.MISS_WORDS
 
     def to_dict(self) -> dict[str, str]:
-        d = {"what": self.what, "label": self.label, "reason": self.reason}
-        if self.kind:
-            d["kind"] = self.kind
-        return d
+        # The kind stays out: the reason says it in words, and stored runs keep one shape.
+        return {"what": self.what, "label": self.label, "reason": self.reason}
 
 
 @dataclass

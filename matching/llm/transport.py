@@ -59,6 +59,14 @@ class FormatUnsupported(Exception):
         super().__init__(reason)
 
 
+_WORDS = {
+    "rate_limited": "rate limited",
+    "server_error": "server error",
+    "timed_out": "timed out",
+    "connection": "cannot connect to the endpoint",
+}
+
+
 class _Transient(Exception):
     """A failure worth another try: rate limit, 5xx, timeout, connection error."""
 
@@ -141,7 +149,8 @@ class Transport:
             late = self.clock() >= deadline - 0.05
             why = f"the {self.config.deadline:g} s deadline passed" if late else "gave up"
             raise LLMError(
-                f"{purpose}: {exc.reason}; {why} after {tries} tries",
+                f"{purpose}: {_WORDS[exc.kind]}; {why} after {tries}"
+                f" {'try' if tries == 1 else 'tries'}; last {exc.reason}",
                 transient=True,
                 kind=exc.kind,
             ) from None
@@ -157,9 +166,7 @@ class Transport:
         """One HTTP request; records it; the message text or an exception."""
         remaining = deadline - self.clock()
         if remaining <= 0:
-            raise _Transient(
-                "timed_out", f"timed out: the {self.config.deadline:g} s deadline passed"
-            )
+            raise _Transient("timed_out", "no time left for another request")
         timeout = max(0.05, min(self.config.timeout, remaining))
         started = time.perf_counter()
         try:
@@ -167,13 +174,11 @@ class Transport:
         except openai.APITimeoutError:
             self._fail(purpose, attempt, started, f"timeout error after {timeout:g} s")
             raise _Transient(
-                "timed_out", f"timed out (no answer within the {timeout:g} s timeout)"
+                "timed_out", f"timeout error: no answer within {timeout:g} s"
             ) from None
         except openai.APIConnectionError as exc:
             self._fail(purpose, attempt, started, f"connection error: {exc}")
-            raise _Transient(
-                "connection", f"cannot connect to the endpoint (connection error: {exc})"
-            ) from None
+            raise _Transient("connection", f"connection error: {exc}") from None
         except openai.APIStatusError as exc:
             self._status_error(purpose, attempt, started, exc)
         http = raw.http_response
@@ -250,9 +255,9 @@ class Transport:
         error = f"HTTP {status}: {detail}"
         self._fail(purpose, attempt, started, error)
         if status == 429:
-            raise _Transient("rate_limited", f"rate limited ({error})", _retry_after(headers))
+            raise _Transient("rate_limited", error, _retry_after(headers))
         if status >= 500:
-            raise _Transient("server_error", f"server error ({error})", _retry_after(headers))
+            raise _Transient("server_error", error, _retry_after(headers))
         if (
             status in (400, 422)
             and _FORMAT_WORDS.search(detail)

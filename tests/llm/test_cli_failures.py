@@ -18,8 +18,8 @@ from .helpers import DATA, clean_case, gold_extraction_answer, gold_proposals_an
 FAILURES = {
     "malformed": "not JSON",
     "missing_fields": "is a required property",
-    "rate_limited": "rate limited (HTTP 429",
-    "server_error": "server error (HTTP 500",
+    "rate_limited": "rate limited; gave up after 2 tries; last HTTP 429",
+    "server_error": "server error; gave up after 2 tries; last HTTP 500",
     "stall": "timed out",
     "html": "returned an HTML page (HTTP 200)",
     "refusal": 'the model refused: "I can\'t help with that request."',
@@ -107,7 +107,7 @@ def test_suite_records_failed_cases_and_goes_on(
     assert main(["suite", str(tmp_path), "--extractor", "llm"]) == 0
     out = capsys.readouterr().out
     assert "errored cases (counted wrong): 1" in out
-    assert f"  {cases[0].id}: extract: rate limited (HTTP 429" in out
+    assert f"  {cases[0].id}: extract: rate limited; gave up after 2 tries" in out
     assert "3 cases in" in out
     assert "LLM fake-model: 4 call(s), 2 failed" in out
 

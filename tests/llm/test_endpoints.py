@@ -75,7 +75,9 @@ def test_rate_limit_beyond_the_deadline_stops_at_once(server: FakeOpenAI, make_c
         ask(make_client(deadline=30.0))
     err = info.value
     assert (err.kind, err.transient) == ("rate_limited", True)
-    assert err.reason.startswith("test: rate limited (HTTP 429: Rate limit reached)")
+    assert err.reason == (
+        "test: rate limited; gave up after 1 try; last HTTP 429: Rate limit reached"
+    )
     assert sleeps == [] and len(server.requests) == 1
 
 
