@@ -180,3 +180,39 @@ def test_the_form_takes_a_results_file_and_a_trajectory(
         response = login("annotator").post("/p/tests/runs/new/", body)
     assert response.status_code == 302
     assert Run.objects.get().input_kind == "tau_bench_results"
+
+
+def test_a_proposal_run_of_invented_quotes_says_it_is_unreliable(
+    llm_env, project, users, refund_doc, login, django_capture_on_commit_callbacks
+):
+    from audit import services
+    from audit.models import ProposalRun
+
+    draft = services.contract_create(
+        project=project, user=users["admin"], key="draft", text=refund_doc["artifact"]["text"]
+    )
+    invented = [
+        {
+            "key": f"k{i}",
+            "type": "action",
+            "label": f"Invented step {i}",
+            "description": "",
+            "quote": f"Step {i} that the artifact never states in these words.",
+            "parent": None,
+            "required": True,
+            "score": 0.5,
+            "justification": "made up",
+        }
+        for i in range(3)
+    ]
+    llm_env.push(completion({"nodes": invented, "edges": [], "invariants": []}))
+    with django_capture_on_commit_callbacks(execute=True):
+        login("annotator").post(
+            f"/c/{draft.pk}/propose/", {"proposer": "llm"}, HTTP_HX_REQUEST="true"
+        )
+    run = ProposalRun.objects.get(contract=draft)
+    assert run.status == "done" and run.created_nodes == 0
+    assert run.notice.startswith("unreliable: most of the model's quotes were not anchored")
+    assert "kept 0 of 3 quotes; discarded: 3 not found" in run.notice
+    page = login("annotator").get(f"/c/{draft.pk}/").content.decode()
+    assert 'data-testid="run-unreliable"' in page
