@@ -361,19 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--select", metavar="task_id=…,trial=…", help="a τ-bench results entry")
     s.set_defaults(func=cmd_extract)
 
-    s = sub.add_parser("import", help="read a trace export into an observed document")
-    s.add_argument("file")
-    s.add_argument("--format", choices=("auto", *INPUT_KINDS[1:]), default="auto")
-    s.add_argument("--select", metavar="task_id=…,trial=…", help="a τ-bench results entry")
-    s.add_argument("--out", metavar="OBSERVED.json")
-    s.add_argument(
-        "--write",
-        choices=("observed", "trace"),
-        default="observed",
-        help="an observed document (default) or the rendered trace text",
-    )
-    s.add_argument("--list", action="store_true", help="list a results file's trajectories")
-    s.set_defaults(func=cmd_import)
+    _import_parser(sub)
 
     s = sub.add_parser("match", help="conformance report of an observed graph")
     s.add_argument("contract")
@@ -403,6 +391,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--jobs", type=int, default=1)
     s.set_defaults(func=cmd_suite)
 
+    _llm_parsers(sub)
+
+    # Listed for --help only: main() hands "bench ..." to matching.bench untouched.
+    sub.add_parser("bench", help="print engine benchmark figures (--quick, --json OUT)")
+    return p
+
+
+def _llm_parsers(sub: Any) -> None:
     s = sub.add_parser("judge", help="score a suite with an LLM judge baseline (needs an LLM)")
     s.add_argument("suite")
     s.add_argument(
@@ -418,9 +414,21 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--limit", type=int, metavar="N", help="the first N clean cases only")
     s.set_defaults(func=cmd_components)
 
-    # Listed for --help only: main() hands "bench ..." to matching.bench untouched.
-    sub.add_parser("bench", help="print engine benchmark figures (--quick, --json OUT)")
-    return p
+
+def _import_parser(sub: Any) -> None:
+    s = sub.add_parser("import", help="read a trace export into an observed document")
+    s.add_argument("file")
+    s.add_argument("--format", choices=("auto", *INPUT_KINDS[1:]), default="auto")
+    s.add_argument("--select", metavar="task_id=…,trial=…", help="a τ-bench results entry")
+    s.add_argument("--out", metavar="OBSERVED.json")
+    s.add_argument(
+        "--write",
+        choices=("observed", "trace"),
+        default="observed",
+        help="an observed document (default) or the rendered trace text",
+    )
+    s.add_argument("--list", action="store_true", help="list a results file's trajectories")
+    s.set_defaults(func=cmd_import)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -237,43 +237,52 @@ class _Merger:
         return found
 
     def add(self, answer: dict[str, Any], lo: int, hi: int) -> None:
+        """Merge one chunk's answer (the chunk is ``text[lo:hi]``)."""
         keymap: dict[str, str] = {}  # the model's keys -> our ids
-        parents: list[tuple[str, str | None, str]] = []
         self.chunk = Index(self.text, lo, hi, min_words=MIN_ARTIFACT_WORDS)
-        for item in answer["nodes"]:
-            label = item["label"].strip() or item["quote"].strip()[:90]
-            found = self.find("node", label, item["quote"])
-            if found is None:
-                continue
-            same = self.span_owner.get(found) or self.label_owner.get(_norm_label(label))
-            if same is not None:
-                keymap[item["key"]] = same  # a repeat (chunk overlap): merge, keep the best
-                note = self.out.notes[same]
-                if item["score"] > note.score:
-                    self.out.notes[same] = ProposalNote(float(item["score"]), note.justification)
-                continue
-            node_id = self.fresh_id(label)
-            keymap[item["key"]] = node_id
-            node = {
-                "id": node_id,
-                "type": item["type"],
-                "label": label,
-                "description": item["description"].strip(),
-                "required": bool(item["required"]),
-                "explicit": False,
-                "combine": "all",
-                "parent": None,
-                "evidence": [self._span(found)],
-                "meta": {},
-            }
-            self.out.nodes.append(node)
-            self.by_id[node_id] = node
-            self.span_owner[found] = node_id
-            self.label_owner[_norm_label(label)] = node_id
-            self.out.notes[node_id] = ProposalNote(
-                float(item["score"]), item["justification"].strip()
-            )
-            parents.append((node_id, item["parent"], label))
+        parents = [p for item in answer["nodes"] if (p := self._node(item, keymap))]
+        self._parents(parents, keymap)
+        for item in answer["invariants"]:
+            self._invariant(item)
+        self._edges(answer["edges"], keymap)
+
+    def _node(
+        self, item: dict[str, Any], keymap: dict[str, str]
+    ) -> tuple[str, str | None, str] | None:
+        """Keep (or merge) one proposed node; ``(id, parent ref, label)`` when new."""
+        label = item["label"].strip() or item["quote"].strip()[:90]
+        found = self.find("node", label, item["quote"])
+        if found is None:
+            return None
+        same = self.span_owner.get(found) or self.label_owner.get(_norm_label(label))
+        if same is not None:
+            keymap[item["key"]] = same  # a repeat (chunk overlap): merge, keep the best
+            note = self.out.notes[same]
+            if item["score"] > note.score:
+                self.out.notes[same] = ProposalNote(float(item["score"]), note.justification)
+            return None
+        node_id = self.fresh_id(label)
+        keymap[item["key"]] = node_id
+        node = {
+            "id": node_id,
+            "type": item["type"],
+            "label": label,
+            "description": item["description"].strip(),
+            "required": bool(item["required"]),
+            "explicit": False,
+            "combine": "all",
+            "parent": None,
+            "evidence": [self._span(found)],
+            "meta": {},
+        }
+        self.out.nodes.append(node)
+        self.by_id[node_id] = node
+        self.span_owner[found] = node_id
+        self.label_owner[_norm_label(label)] = node_id
+        self.out.notes[node_id] = ProposalNote(float(item["score"]), item["justification"].strip())
+        return node_id, item["parent"], label
+
+    def _parents(self, parents: list[tuple[str, str | None, str]], keymap: dict[str, str]) -> None:
         for node_id, parent_ref, label in parents:
             if parent_ref is None:
                 continue
@@ -284,30 +293,31 @@ class _Merger:
                 self.discard("parent", label, f"parent {parent_ref!r} would make a cycle")
             else:
                 self.by_id[node_id]["parent"] = parent
-        for item in answer["invariants"]:
-            label = item["label"].strip() or item["quote"].strip()[:90]
-            found = self.find("invariant", label, item["quote"])
-            if found is None:
-                continue
-            span = self._span(found)
-            if any(inv["evidence"][0] == span for inv in self.out.invariants) or any(
-                _norm_label(inv["label"]) == _norm_label(label) for inv in self.out.invariants
-            ):
-                continue
-            inv_id = self.fresh_id(label)
-            self.out.invariants.append(
-                {
-                    "id": inv_id,
-                    "label": label,
-                    "description": item["description"].strip(),
-                    "evidence": [span],
-                    "applies_to": [],
-                }
-            )
-            self.out.notes[inv_id] = ProposalNote(
-                float(item["score"]), item["justification"].strip()
-            )
-        for e in answer["edges"]:
+
+    def _invariant(self, item: dict[str, Any]) -> None:
+        label = item["label"].strip() or item["quote"].strip()[:90]
+        found = self.find("invariant", label, item["quote"])
+        if found is None:
+            return
+        span = self._span(found)
+        if any(inv["evidence"][0] == span for inv in self.out.invariants) or any(
+            _norm_label(inv["label"]) == _norm_label(label) for inv in self.out.invariants
+        ):
+            return
+        inv_id = self.fresh_id(label)
+        self.out.invariants.append(
+            {
+                "id": inv_id,
+                "label": label,
+                "description": item["description"].strip(),
+                "evidence": [span],
+                "applies_to": [],
+            }
+        )
+        self.out.notes[inv_id] = ProposalNote(float(item["score"]), item["justification"].strip())
+
+    def _edges(self, edges: list[dict[str, Any]], keymap: dict[str, str]) -> None:
+        for e in edges:
             source = self._resolve(e["source"], keymap)
             target = self._resolve(e["target"], keymap)
             name = f"{e['source']} -{e['kind']}-> {e['target']}"
