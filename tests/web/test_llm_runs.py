@@ -216,3 +216,38 @@ def test_a_proposal_run_of_invented_quotes_says_it_is_unreliable(
     assert "kept 0 of 3 quotes; discarded: 3 not found" in run.notice
     page = login("annotator").get(f"/c/{draft.pk}/").content.decode()
     assert 'data-testid="run-unreliable"' in page
+
+
+def test_an_engine_batch_with_the_llm_extractor_records_its_usage(
+    llm_env, project, users, tmp_path, django_capture_on_commit_callbacks
+):
+    import io
+    import zipfile
+
+    from llm.helpers import clean_case, contract, gold_extraction_answer
+
+    from audit.models import Batch
+    from audit.services import batches
+    from matching.suite import write_suite
+
+    write_suite(tmp_path, [contract()], [clean_case()])
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for path in sorted(tmp_path.rglob("*")):
+            if path.is_file():
+                zf.write(path, path.relative_to(tmp_path).as_posix())
+    llm_env.push(completion(gold_extraction_answer(clean_case()), prompt_tokens=500))
+    with django_capture_on_commit_callbacks(execute=True):
+        batches.batch_create(
+            project=project,
+            user=users["reviewer"],
+            mode="token",
+            extractor="llm",
+            archive=buf.getvalue(),
+            name="one.zip",
+        )
+    batch = Batch.objects.get()
+    assert batch.status == "done", batch.error
+    assert batch.llm_model == "fake-model"
+    assert (batch.llm_usage["calls"], batch.llm_usage["prompt_tokens"]) == (1, 500)
+    assert batch.scores["llm"]["calls"] == 1
