@@ -216,3 +216,20 @@ def test_bad_timeout_setting_is_one_line(
     err = capsys.readouterr().err
     assert "contracteval: usage error: CONTRACTEVAL_LLM_TIMEOUT='soon' is not a valid number" in err
     assert "Traceback" not in err
+
+
+def test_extract_notes_discarded_quotes(
+    fast: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    answer = gold_extraction_answer(clean_case())
+    answer["nodes"].append(
+        {"quote": "a sentence nobody wrote", "label": "x", "description": "", "type": None}
+    )
+    fast.push(completion(answer))
+    assert main(["extract", "--source", str(trace_file(tmp_path)), "--extractor", "llm"]) == 0
+    err = capsys.readouterr().err
+    n = len(answer["nodes"])
+    assert (
+        f"contracteval: note: LLM extractor kept {n - 1} of {n} quotes; discarded: 1 not found"
+        in err
+    )
