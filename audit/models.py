@@ -594,3 +594,18 @@ class Batch(models.Model):
     @property
     def percent(self) -> int:
         return int(100 * self.done / self.total) if self.total else 0
+
+
+# Team annotation (assignments, double annotation, curation, comments) lives in its
+# own module; importing it here registers its models with the app.
+from .team_models import (  # noqa: E402, F401
+    AnnotatorDecision,
+    Assignment,
+    AssignmentRole,
+    Comment,
+    CommentTarget,
+    CurationChoice,
+    DecisionAction,
+    DoubleAnnotation,
+    TeamPhase,
+)
