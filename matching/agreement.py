@@ -399,6 +399,23 @@ def _pair_figures(
     return kappa, f1, types, edges
 
 
+def _disagreements(
+    order: list[str],
+    versions: Mapping[str, Mapping[str, Any]],
+    decisions: Mapping[str, Mapping[str, Any]],
+    diffs: list[QueryDiff],
+) -> list[Disagreement]:
+    """Nodes whose versions differ between annotators, path-changing ones first."""
+    by_id = {a: {n["id"]: n for n in v["nodes"]} for a, v in versions.items()}
+    out = []
+    for k in order:
+        if len({_shape(nodes.get(k)) for nodes in by_id.values()}) > 1:
+            hit = sorted({d.query for d in diffs if k in d.nodes})
+            out.append(Disagreement(k, {a: decisions[a].get(k) for a in by_id}, bool(hit), hit))
+    out.sort(key=lambda d: not d.path_changing)
+    return out
+
+
 def compare(
     doc: Mapping[str, Any],
     decisions: Mapping[str, Mapping[str, Mapping[str, Any]]],
@@ -446,17 +463,6 @@ def compare(
     alpha = krippendorff_alpha(
         [[(decisions[a].get(k) or {}).get("action") for a in names] for k in order]
     )
-    disagreements = []
-    for k in order:
-        shapes = {
-            _shape(next((n for n in versions[a]["nodes"] if n["id"] == k), None)) for a in names
-        }
-        if len(shapes) > 1:
-            hit = sorted({d.query for d in diffs if k in d.nodes})
-            disagreements.append(
-                Disagreement(k, {a: decisions[a].get(k) for a in names}, bool(hit), hit)
-            )
-    disagreements.sort(key=lambda d: not d.path_changing)
     return Agreement(
         annotators=names,
         nodes=len(order),
@@ -465,6 +471,6 @@ def compare(
         span_f1=_mean(f[1] for f in figures),
         type_agreement=_mean(f[2] for f in figures),
         edge_agreement=_mean(f[3] for f in figures),
-        disagreements=disagreements,
+        disagreements=_disagreements(order, versions, decisions, diffs),
         query_diffs=diffs,
     )
