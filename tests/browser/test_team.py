@@ -78,11 +78,14 @@ def test_two_annotators_and_a_curator_audit_one_contract(browser, live_server, p
 
     ann1 = as_user(browser, live_server, "ann1")
     ann1.goto(f"{live_server.url}/queue/")
-    shot(ann1, "team-queue-before")
     submit(ann1, '[data-testid=queue-row] a:has-text("Annotate")')
     annotate(ann1, contract, edits={"lookup_order": "Find the order by its number"})
     assert ann1.locator("[data-testid=my-percent]").inner_text() == "100%"
+    ann1.goto(f"{live_server.url}/c/{contract.pk}/annotate/")
     shot(ann1, "team-annotate")
+    ann1.goto(f"{live_server.url}/queue/")
+    assert ann1.locator("[data-testid=queue-percent]").inner_text() == "100%"
+    shot(ann1, "team-queue")
 
     ann2 = as_user(browser, live_server, "ann2")
     ann2.goto(f"{live_server.url}/c/{contract.pk}/annotate/")
