@@ -1,6 +1,5 @@
 """Team annotation data: assignments, double annotation, blind decisions, curation,
-comments. Imported at the end of :mod:`audit.models`, so Django sees them as the
-``audit`` app's models; kept apart so the core rows stay readable.
+comments.
 
 Blind double annotation keeps each annotator's decisions in :class:`AnnotatorDecision`
 rows, never in the contract's shared nodes or its history: the shared nodes stay
