@@ -18,6 +18,7 @@ from matching.validate import audit_contract
 from ..models import (
     AnnotatorDecision,
     Assignment,
+    AssignmentRole,
     Comment,
     Contract,
     CurationChoice,
@@ -89,8 +90,9 @@ def my_queue(user: Any, project: Project | None = None) -> list[QueueItem]:
                 continue
             seen.add((c.pk, a.role))
             team = team_of(c)
+            mine = user if a.role == AssignmentRole.ANNOTATOR else None
             items.append(
-                QueueItem(c, a.role, contract_progress(c, user), team.phase if team else None)
+                QueueItem(c, a.role, contract_progress(c, mine), team.phase if team else None)
             )
     items.sort(key=lambda i: (i.contract.status == "audited", i.contract.key))
     return items
