@@ -15,7 +15,16 @@ from rest_framework.views import APIView
 
 from . import services
 from .models import Assignment, Node
-from .permissions import ASSIGN, COMMENT, CURATE, EDIT, VIEW, comment_for, contract_for
+from .permissions import (
+    ASSIGN,
+    COMMENT,
+    CURATE,
+    EDIT,
+    VIEW,
+    comment_for,
+    contract_for,
+    project_for,
+)
 from .selectors import team as team_reads
 from .team_serializers import (
     AssignmentCreateSerializer,
@@ -256,3 +265,12 @@ class CommentResolveView(APIView):
             comment=comment, user=request.user, resolved=d["resolved"]
         )
         return Response(CommentSerializer(row).data)
+
+
+class ProjectAgreementView(APIView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, slug):
+        """One agreement row per double-annotated contract you may read, then a pooled
+        ``(project)`` row (α over every node, means of the other figures)."""
+        project, membership = project_for(request.user, slug, VIEW)
+        return Response(team_reads.project_agreement_rows(project, request.user, membership))

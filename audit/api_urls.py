@@ -37,5 +37,10 @@ urlpatterns = [
     path(
         "comments/<int:pk>/resolve/", api_team.CommentResolveView.as_view(), name="comment-resolve"
     ),
+    path(
+        "projects/<slug:slug>/agreement/",
+        api_team.ProjectAgreementView.as_view(),
+        name="project-agreement",
+    ),
     path("", include(router.urls)),
 ]

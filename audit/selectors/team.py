@@ -276,3 +276,39 @@ def comment_options(contract: Contract) -> list[tuple[str, str]]:
         for r in Run.objects.filter(contract=contract)[:50]
     ]
     return out
+
+
+def project_agreement_rows(project: Project, user: Any, membership: Membership) -> list[dict]:
+    """One row per double-annotated contract of ``project`` whose agreement ``user`` may
+    read, then a ``(project)`` row: Krippendorff's α pooled over every node of those
+    contracts (α allows different annotators per unit), the means of the other
+    figures, and the total disagreements."""
+    from matching.agreement import krippendorff_alpha
+
+    from ..services.adjudication import decisions_by_user
+
+    rows, units = [], []
+    for c in project_contracts(project):
+        if team_of(c) is None or not may_see_all(c, user, membership):
+            continue
+        agreement = agreement_of(c)
+        if agreement is None:
+            continue
+        rows.append(agreement_row(c, agreement))
+        decisions = decisions_by_user(c)
+        node_ids = {k for mine in decisions.values() for k in mine}
+        units += [
+            [(mine.get(k) or {}).get("action") for mine in decisions.values()] for k in node_ids
+        ]
+    if not rows:
+        return rows
+
+    def mean(key: str) -> float | None:
+        got = [r[key] for r in rows if r[key] is not None]
+        return sum(got) / len(got) if got else None
+
+    pooled: dict[str, Any] = {"contract": "(project)", "version": None, "annotators": ""}
+    pooled |= {k: mean(k) for k in ("kappa", "span_f1", "type_agreement", "edge_agreement")}
+    pooled["alpha"] = krippendorff_alpha(units)
+    pooled |= {k: sum(r[k] for r in rows) for k in ("nodes", "disagreements", "path_changing")}
+    return [*rows, pooled]

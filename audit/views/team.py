@@ -27,7 +27,6 @@ from ..permissions import (
     project_for,
 )
 from ..selectors import team as team_reads
-from ..selectors.contracts import project_contracts
 from ..selectors.exports import rows_csv
 from ..team_forms import AssignmentForm, CommentForm, DoubleAnnotationForm, ResolveForm
 from .common import attachment, form_errors
@@ -185,17 +184,12 @@ def agreement_report(request, pk, fmt):
 @login_required
 @require_GET
 def project_agreement(request, slug, fmt):
-    """One CSV (or JSON) row per double-annotated contract whose agreement the user may
-    read."""
+    """Per contract agreement rows and a pooled project row (see
+    :func:`audit.selectors.team.project_agreement_rows`)."""
     project, membership = project_for(request.user, slug, VIEW)
     if fmt not in ("json", "csv"):
         raise Http404("json or csv")
-    rows = []
-    for c in project_contracts(project):
-        if team_reads.team_of(c) and team_reads.may_see_all(c, request.user, membership):
-            agreement = team_reads.agreement_of(c)
-            if agreement is not None:
-                rows.append(team_reads.agreement_row(c, agreement))
+    rows = team_reads.project_agreement_rows(project, request.user, membership)
     name = f"{project.slug}-agreement.{fmt}"
     if fmt == "json":
         return attachment(json.dumps(rows), "application/json", name)

@@ -35,6 +35,7 @@ def test_every_team_endpoint_is_in_the_openapi_schema(client):
         "/api/contracts/{id}/curation/",
         "/api/contracts/{id}/comments/",
         "/api/comments/{id}/resolve/",
+        "/api/projects/{slug}/agreement/",
     ):
         assert path in text, path
 

@@ -166,3 +166,17 @@ def test_only_admins_assign(client, users, contract):
     client.force_login(users["admin"])
     client.post(url("assign", contract.pk), {"username": "annotator", "role": "annotator"})
     assert contract.assignments.get().user == users["annotator"]
+
+
+def test_the_project_report_pools_alpha_over_its_contracts(client, team):
+    contract = team["contract"]
+    decide_all(contract, team["ann1"])
+    decide_all(contract, team["ann2"], {"offer_credit": ("reject", None)})
+    client.force_login(team["curator"])
+    client.post(url("adjudication_start", contract.pk))
+    rows = json.loads(client.get(url("project_agreement", contract.project.slug, "json")).content)
+    assert [r["contract"] for r in rows] == ["refund-mini", "(project)"]
+    assert rows[1]["alpha"] == pytest.approx(rows[0]["alpha"])
+    assert rows[1]["path_changing"] == 1 and rows[1]["nodes"] == 11
+    body = client.get(url("project_agreement", contract.project.slug, "csv")).content.decode()
+    assert body.splitlines()[0].startswith("contract,version,annotators,nodes,kappa,alpha")
