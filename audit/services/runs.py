@@ -23,7 +23,7 @@ from django.utils import timezone
 from matching.conditioning import condition
 from matching.errors import ContractEvalError
 from matching.evaluate import evaluate_detailed
-from matching.extract import reextract
+from matching.extractors import reextract
 from matching.formats import observed_from_data
 from matching.llm.client import LLMClient, LLMError
 from matching.llm.config import LLMConfig
