@@ -146,6 +146,9 @@ def _store_new_run(run: Run) -> tuple[Run, bool]:
             enqueue.run_on_commit(run.pk)
     except IntegrityError:
         return Run.objects.get(input_hash=run.input_hash), False
+    logger.info(
+        "run %s created: %s v%s %s", run.pk, run.contract.key, run.contract.version, run.query_key
+    )
     return run, True
 
 
