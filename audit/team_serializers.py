@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
 from .models import AnnotatorDecision, Assignment, AssignmentRole, Comment, DecisionAction
@@ -37,10 +39,14 @@ class DecisionSerializer(serializers.ModelSerializer):
         fields = ["id", "user", "node", "action", "fields", "version", "updated_at"]
 
 
+# ``fields`` below names the edited node fields, as in the UI; DRF's metaclass moves
+# declared fields out of the class, so it does not shadow ``Serializer.fields``.
+
+
 class DecisionCreateSerializer(serializers.Serializer):
     node = serializers.CharField(max_length=128, help_text="the node id")
     action = serializers.ChoiceField(choices=DecisionAction.choices)
-    fields = serializers.DictField(required=False, default=dict)
+    fields = serializers.DictField(required=False, default=dict)  # type: ignore[assignment]
     expected_version = serializers.IntegerField(required=False, min_value=1)
 
 
@@ -48,12 +54,14 @@ class CurationSerializer(serializers.Serializer):
     node = serializers.CharField(max_length=128, help_text="the node id")
     pick = serializers.CharField(max_length=150, required=False, help_text="an annotator")
     action = serializers.ChoiceField(choices=DecisionAction.choices, required=False)
-    fields = serializers.DictField(required=False, default=dict)
+    fields = serializers.DictField(required=False, default=dict)  # type: ignore[assignment]
 
 
 class CommentSerializer(serializers.ModelSerializer):
     author = serializers.CharField(source="author.username", read_only=True, allow_null=True)
-    mentions = serializers.SlugRelatedField(many=True, read_only=True, slug_field="username")
+    mentions: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        many=True, read_only=True, slug_field="username"
+    )
     about = serializers.CharField(source="target_label", read_only=True)
 
     class Meta:

@@ -9,6 +9,8 @@ annotator's choices to the other.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -205,7 +207,9 @@ class Comment(models.Model):
     )
     author = models.ForeignKey(USER, null=True, on_delete=models.SET_NULL, related_name="+")
     body = models.TextField()
-    mentions = models.ManyToManyField(USER, blank=True, related_name="mentioned_in")
+    mentions: models.ManyToManyField[Any, Any] = models.ManyToManyField(
+        USER, blank=True, related_name="mentioned_in"
+    )
     resolved = models.BooleanField(default=False)
     resolved_by = models.ForeignKey(
         USER, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

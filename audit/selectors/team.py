@@ -238,7 +238,7 @@ AGREEMENT_FIELDS = [
 def agreement_row(contract: Contract, agreement: dict[str, Any]) -> dict[str, Any]:
     row = {"contract": contract.key, "version": contract.version}
     row.update({k: agreement.get(k) for k in AGREEMENT_FIELDS[2:]})
-    row["annotators"] = " ".join(row["annotators"] or [])
+    row["annotators"] = " ".join(agreement.get("annotators") or [])
     return row
 
 

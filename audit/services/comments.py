@@ -16,7 +16,7 @@ from .common import ServiceError, record
 
 MENTION = re.compile(r"(?<![\w@])@([\w.+-]+)")
 MAX_BODY = 5000
-TARGET_MODELS: dict[str, type] = {
+TARGET_MODELS: dict[str, Any] = {
     CommentTarget.NODE: Node,
     CommentTarget.EDGE: Edge,
     CommentTarget.INVARIANT: Invariant,
