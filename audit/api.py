@@ -178,6 +178,7 @@ class RunViewSet(
                 extractor=d["extractor"],
                 model_name=d.get("model") or "",
                 judge_invariants=d.get("judge_invariants", False),
+                select=d.get("select") or "",
             )
         except services.ServiceError as exc:
             raise ValidationError({"input": [str(exc)]}) from exc
