@@ -35,10 +35,12 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
-import openai
+
+if TYPE_CHECKING:  # the SDK takes ~0.3 s to import: loaded when a client is built
+    import openai
 
 from .config import LLMConfig
 
@@ -120,6 +122,8 @@ class LLMClient:
             raise LLMError(
                 "no LLM endpoint configured: set CONTRACTEVAL_LLM_API_KEY or OPENAI_API_KEY"
             )
+        import openai
+
         self.config = config
         self.sleep = sleep
         self.calls: list[CallRecord] = []
@@ -208,6 +212,8 @@ class LLMClient:
         attempt: int,
     ) -> tuple[str, int]:
         """One answer's text, retrying transient failures; returns (text, attempt)."""
+        import openai
+
         # Plain dicts: the SDK's TypedDict params add nothing the server does not check.
         request: dict[str, Any] = {
             "model": self.config.model,
