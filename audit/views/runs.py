@@ -19,6 +19,7 @@ from ..models import METRIC_FIELDS, RunStatus
 from ..permissions import RUN, VERDICT, has_role, project_for, run_for
 from ..selectors import exports
 from ..selectors import runs as run_reads
+from ..services.jobs import run_is_stale
 from .common import attachment, poll
 
 METRIC_NAMES = {
@@ -128,6 +129,7 @@ def _run_context(run, membership, verdict_form=None, verdict_error=""):
         "project": run.project,
         "membership": membership,
         "run": run,
+        "stale": run_is_stale(run),
         "report": report,
         "failures": [
             {**f, "index": i, "name": FAMILY_NAMES.get(f["family"], f["family"])}
