@@ -19,7 +19,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Sum
+from django.db.models import F, Sum, Value
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from matching.errors import ContractEvalError
@@ -196,6 +197,12 @@ def batch_create(
     return batch
 
 
+# What storing a finished chunk writes (never its case lines again).
+CHUNK_RESULT_FIELDS = [
+    *("status", "done", "results", "verdicts", "warnings", "llm_usage", "error", "seconds")
+]
+
+
 def batch_pending_chunks(*, batch_id: int) -> list[int]:
     """The chunks of a batch still to run, in order (what the fan-out task sends)."""
     return list(
@@ -222,11 +229,11 @@ def chunk_progress(chunk: BatchChunk, done: int) -> None:
     Both only move forward: a chunk run again after its worker died does not take
     back what the first run reported.
     """
-    now = timezone.now()
-    BatchChunk.objects.filter(pk=chunk.pk, done__lt=done).update(done=done, heartbeat=now)
-    BatchChunk.objects.filter(pk=chunk.pk).update(heartbeat=now)
-    total = BatchChunk.objects.filter(batch_id=chunk.batch_id).aggregate(s=Sum("done"))["s"]
-    Batch.objects.filter(pk=chunk.batch_id, done__lt=total or 0).update(done=total or 0)
+    BatchChunk.objects.filter(pk=chunk.pk).update(
+        done=Greatest(F("done"), Value(done)), heartbeat=timezone.now()
+    )
+    total = BatchChunk.objects.filter(batch_id=chunk.batch_id).aggregate(s=Sum("done"))["s"] or 0
+    Batch.objects.filter(pk=chunk.batch_id, done__lt=total).update(done=total)
 
 
 def chunk_store(chunk: BatchChunk) -> tuple[BatchChunk, bool]:
@@ -241,7 +248,7 @@ def chunk_store(chunk: BatchChunk) -> tuple[BatchChunk, bool]:
         if stored.is_finished:
             return stored, False
         chunk.heartbeat = timezone.now()
-        chunk.save()
+        chunk.save(update_fields=[*CHUNK_RESULT_FIELDS, "heartbeat"])
         if chunk.status == RunStatus.DONE:
             chunk_progress(chunk, chunk.total)
         left = BatchChunk.objects.filter(batch_id=chunk.batch_id).exclude(
