@@ -12,9 +12,6 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 
 POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/contracteval
-# `make run`'s broker when CELERY_BROKER_URL is not set: kombu's SQLAlchemy transport on
-# a SQLite file, so the embedded default has a real worker and no server to install.
-LOCAL_BROKER_URL := sqla+sqlite:///$(CURDIR)/var/celery-broker.sqlite3
 # `make serve` and the load test: PostgreSQL and Redis as this kind of machine runs them.
 SERVE_DATABASE_URL ?= $(POSTGRES_URL)
 SERVE_BROKER_URL ?= redis://127.0.0.1:6379/0
@@ -50,8 +47,8 @@ run: install
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py load_demo
 	@echo "ContractEval at http://$(HOST):$(PORT)/ (web server + Celery worker; Ctrl-C stops both)"
-	@CELERY_BROKER_URL="$${CELERY_BROKER_URL:-$(LOCAL_BROKER_URL)}" HOST=$(HOST) PORT=$(PORT) \
-		$(VENV_PATH) $(BIN)/honcho -f deploy/Procfile.local -d . start
+	@# Without CELERY_BROKER_URL the broker is var/celery-broker.sqlite3 (the settings' default).
+	@HOST=$(HOST) PORT=$(PORT) $(VENV_PATH) $(BIN)/honcho -f deploy/Procfile.local -d . start
 
 # Production-style: gunicorn (2 x cores + 1 workers), a Celery worker and beat on
 # DATABASE_URL and CELERY_BROKER_URL (default: this machine's PostgreSQL and Redis).
