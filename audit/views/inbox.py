@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -13,7 +12,7 @@ from django.views.decorators.http import require_GET
 from ..permissions import RUN, project_for
 from ..selectors import exports
 from ..selectors import runs as run_reads
-from .common import attachment
+from .common import LimitFirstPage, attachment
 from .runs import FAMILY_NAMES
 
 INBOX_FILTERS = ("contract", "query", "family", "model", "reviewed")
@@ -25,7 +24,7 @@ def inbox(request, slug):
     project, membership = project_for(request.user, slug, RUN)
     params = {k: request.GET.get(k, "") for k in INBOX_FILTERS}
     qs = run_reads.inbox(project, params)
-    page = Paginator(qs, 50).get_page(request.GET.get("page"))
+    page = LimitFirstPage(qs, request.GET.get("page"))
     query = "&".join(f"{k}={v}" for k, v in params.items() if v)
     return render(
         request,

@@ -7,7 +7,6 @@ import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -20,7 +19,7 @@ from ..permissions import RUN, VERDICT, has_role, project_for, run_for
 from ..selectors import exports
 from ..selectors import runs as run_reads
 from ..services.jobs import run_is_stale
-from .common import attachment, poll
+from .common import LimitFirstPage, attachment, poll
 
 METRIC_NAMES = {
     "required_recall": "Required recall",
@@ -50,7 +49,7 @@ def _runs_context(project, membership, request, form=None, error=""):
     qs = run_reads.filter_runs(
         project.runs.select_related("contract").defer("observed", "overlay", "report"), params
     )
-    page = Paginator(qs, 50).get_page(request.GET.get("page"))
+    page = LimitFirstPage(qs, request.GET.get("page"))
     return {
         "project": project,
         "membership": membership,
