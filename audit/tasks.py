@@ -63,8 +63,10 @@ def _eager_or_retry(task, call, transient: type[Exception] = LLMRetry):
                 return call(attempt >= limit)
             except transient:
                 continue
-    except transient:
-        raise  # retried by Celery; the service stored why
+    except (transient, OperationalError, InterfaceError) as exc:
+        # retried by Celery (the service stored why); on_failure logs the last one
+        logger.warning("task %s %s will be retried: %s", task.name, task.request.args, exc)
+        raise
     except Exception:
         logger.exception("task %s %s failed", task.name, task.request.args)
         raise

@@ -269,10 +269,13 @@ CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=360)
 # limit plus the longest retry countdown (60 s), or a slow task would run twice (a
 # chunk stored twice still counts once, but the work is wasted).
 CELERY_VISIBILITY_TIMEOUT = env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)
-CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
-    "polling_interval": 0.25,  # the SQLite broker polls; Redis blocks and ignores it
-}
+# (The SQLite broker passes its options to SQLAlchemy's create_engine, which refuses
+# these; it deletes a message when a worker takes it, so there is no timeout to set.)
+CELERY_BROKER_TRANSPORT_OPTIONS = (
+    {}
+    if CELERY_BROKER_URL.startswith("sqla+")
+    else {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
+)
 # A RUNNING run or batch chunk whose heartbeat is older than this is stale (its worker
 # died or hung): the sweep below queues it again, or fails it after MAX_ATTEMPTS.
 JOB_STALE_AFTER = env.int("JOB_STALE_AFTER", default=CELERY_TASK_TIME_LIMIT + 60)
