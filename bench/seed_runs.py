@@ -42,8 +42,8 @@ TOKEN_FILE = ROOT / "var" / "loadtest-token"
 
 def template_run(contract, user):
     """One run of ``contract`` evaluated for real: its report and overlay are cloned."""
-    from audit import runs
     from audit.models import Run
+    from audit.services import runs
     from contracteval_site.celery import app
 
     app.conf.task_always_eager = True  # evaluate here: the seeder needs no worker

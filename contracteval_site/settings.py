@@ -188,6 +188,14 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": _database(env.str("DATABASE_URL", default="sqlite:///db.sqlite3"))}
+if DATABASES["default"]["ENGINE"].endswith("postgresql"):
+    # Seconds a process keeps its connection (0: one per request). Behind pgbouncer in
+    # transaction mode keep 0 and set DB_DISABLE_SERVER_SIDE_CURSORS=1 (docs/deploy.md).
+    DATABASES["default"]["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=0)
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env.bool(
+        "DB_DISABLE_SERVER_SIDE_CURSORS", default=False
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
