@@ -2,8 +2,7 @@
 
 A chunk's results are stored once, keyed by (batch, index): a task delivered twice (a
 worker killed after storing, a redelivery after the broker's visibility timeout) finds
-the chunk done and changes nothing, so every case counts exactly once. Imported by
-:mod:`audit.models`, so Django sees the model as part of the app.
+the chunk done and changes nothing, so every case counts exactly once.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from .models import Batch, RunStatus
+from .runs import Batch, RunStatus
 
 
 class BatchChunk(models.Model):
