@@ -12,3 +12,12 @@ def _celery_tasks_in_process():
     app.conf.task_always_eager = True
     yield
     app.conf.task_always_eager = False
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache():
+    """Each test starts with an empty cache (the inbox keeps its filter choices there)."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
