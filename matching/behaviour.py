@@ -24,6 +24,10 @@ Rules (docs/engine.md, "The behaviour extractor", has examples):
 4. A request for several things ("your user ID, reservation ID, and the reason for
    cancellation") is one node per thing, all at the same step, so a combined step is
    never an ordering failure (ALGORITHMS.md §3).
+5. A bare request for the go-ahead ("Do you want me to go ahead?") joins the move
+   before it in the same turn: it asks consent for that move.
+6. The last move, when it informs or concludes, is the closing report: its label
+   starts with "Tell the outcome and next steps: ".
 
 >>> text = ('[user] Hi, I need to cancel.\\n'
 ...         '[assistant] Hello! I can help with that. Could you give me your user ID, '
@@ -125,7 +129,8 @@ def is_filler(sentence: str) -> bool:
     if _REFUSE.search(s):
         return False
     if _FILLER.match(s) or _MORE_FILLER.match(s):
-        return True
+        # "Thanks for reading back the code; that confirms it's you." does something
+        return not (";" in s or _DECIDE.search(s))
     return len(re.findall(r"[A-Za-z0-9]+", s)) < MIN_WORDS
 
 
@@ -167,8 +172,17 @@ def _moves_of_turn(text: str, a: int, b: int, step: int) -> list[_Move]:
     sents = [(x, y) for x, y in _sentences(text[a:b], a) if not is_filler(text[x:y])]
     if not sents:
         return []
+    # a bare request for the go-ahead ("Shall I go ahead?") belongs to the move it
+    # asks consent for, the sentence before it in the same turn
+    bare = [i > 0 and _is_bare_confirm(text[x:y]) for i, (x, y) in enumerate(sents)]
+    groups: list[list[tuple[int, int]]] = []
+    for (x, y), join in zip(sents, bare, strict=True):
+        if join:
+            groups[-1].append((x, y))
+        else:
+            groups.append([(x, y)])
     moves: list[_Move] = []
-    if len(sents) <= SHORT_TURN:
+    if len(groups) <= SHORT_TURN:
         acts = [speech_act(text[x:y]) for x, y in sents]
         strong = [t for t in acts if t in ("confirm", "refuse", "ask")]
         act = strong[0] if strong else ("decide" if "decide" in acts else "inform")
@@ -180,9 +194,15 @@ def _moves_of_turn(text: str, a: int, b: int, step: int) -> list[_Move]:
             return moves
         label = _label(" ".join(text[x:y] for x, y in sents))
         return [_Move(step, act, label, list(sents))]
-    for i, (x, y) in enumerate(sents):
-        moves.append(_Move(step + i, speech_act(text[x:y]), _label(text[x:y]), [(x, y)]))
+    for i, g in enumerate(groups):
+        x, y = g[0]
+        moves.append(_Move(step + i, speech_act(text[x:y]), _label(text[x:y]), list(g)))
     return moves
+
+
+def _is_bare_confirm(sentence: str) -> bool:
+    """A request for the go-ahead that names nothing new (at most three content words)."""
+    return speech_act(sentence) == "confirm" and len(tokens(sentence)) <= 3
 
 
 def extract_behaviour(text: str, *, kind: str = "trace") -> Observed:
@@ -210,7 +230,18 @@ def extract_behaviour(text: str, *, kind: str = "trace") -> Observed:
                 new = _moves_of_turn(text, a + tag, b, step)
                 moves += new
                 step = max((mv.step for mv in new), default=step - 1) + 1
-    return _observed(text, kind, _drop_restatements(text, moves))
+    return _observed(text, kind, _closing(_drop_restatements(text, moves)))
+
+
+CLOSING = "Tell the outcome and next steps: "
+
+
+def _closing(moves: list[_Move]) -> list[_Move]:
+    """The agent's last move, when it informs or concludes, is its closing report: its
+    label says so (a reviewer reads the last message as the outcome told)."""
+    if moves and moves[-1].act in ("inform", "decide"):
+        moves[-1].label = CLOSING + moves[-1].label
+    return moves
 
 
 def _drop_restatements(text: str, moves: list[_Move]) -> list[_Move]:

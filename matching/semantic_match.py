@@ -118,14 +118,18 @@ def semantic_align(
 
 
 def _bind_tools(s: np.ndarray, nodes: list, kept: list[ObservedNode], text: str) -> None:
-    """An agent's tool call is the strongest evidence there is: sim 1.0."""
+    """An agent's tool call is the strongest evidence there is: sim 1.0 with the nodes
+    that bind its tool, and (semantic mode) no other node may take it."""
     quotes = [call_quotes(o, text) for o in kept]
+    bound = np.zeros(s.shape, dtype=bool)
     for i, n in enumerate(nodes):
         if n.tools:
             names = set(n.tools)
             for j, qs in enumerate(quotes):
                 if calls_tool(qs, names):
-                    s[i, j] = 1.0
+                    bound[i, j] = True
+    cols = bound.any(axis=0)
+    s[:, cols] = np.where(bound[:, cols], 1.0, 0.0)
 
 
 def _closeness(n_rows: int, n_cols: int) -> np.ndarray:
@@ -188,8 +192,13 @@ def _precedence(expected: Expected) -> np.ndarray:
     for edge in expected.edges:
         if edge.kind not in _ORDERED:
             continue
-        us = [x for x in expected.subtree(edge.source) if x in idx]
-        vs = [x for x in expected.subtree(edge.target) if x in idx]
+        src, dst = set(expected.subtree(edge.source)), set(expected.subtree(edge.target))
+        if edge.target in src:  # a decision and its own outcome: the node itself first
+            src = {edge.source}
+        elif edge.source in dst:
+            continue
+        us = [x for x in src if x in idx]
+        vs = [x for x in dst if x in idx]
         for u in us:
             before[idx[u], [idx[v] for v in vs]] = True
     for k in range(n):  # transitive closure (Warshall), n is a contract's size
@@ -222,6 +231,8 @@ def _leftovers(
             node = inactive[int(np.argmax(s[n_act:, j]))].id
             m.wrong_branch.setdefault(expected.inactive[node], []).append(o.id)
             m.wrong_branch_of[o.id] = node
+        elif n_act and best_a >= 1.0:  # another call of a bound tool: a repeat
+            m.repeats.append((o.id, rows[int(np.argmax(col))]))
         elif rules.tools_extra and is_tool_call(o, text):
             continue
         elif cover is not None:
