@@ -26,8 +26,8 @@ Rules (docs/engine.md, "The behaviour extractor", has examples):
    never an ordering failure (ALGORITHMS.md §3).
 5. A bare request for the go-ahead ("Do you want me to go ahead?") joins the move
    before it in the same turn: it asks consent for that move.
-6. The last move, when it informs or concludes, is the closing report: its label
-   starts with "Tell the outcome and next steps: ".
+6. The last message (tool calls aside), when it informs or concludes, is the closing
+   report: its label starts with "Tell the outcome and next steps: ".
 
 >>> text = ('[user] Hi, I need to cancel.\\n'
 ...         '[assistant] Hello! I can help with that. Could you give me your user ID, '
@@ -237,10 +237,11 @@ CLOSING = "Tell the outcome and next steps: "
 
 
 def _closing(moves: list[_Move]) -> list[_Move]:
-    """The agent's last move, when it informs or concludes, is its closing report: its
-    label says so (a reviewer reads the last message as the outcome told)."""
-    if moves and moves[-1].act in ("inform", "decide"):
-        moves[-1].label = CLOSING + moves[-1].label
+    """The agent's last message (tool calls aside), when it informs or concludes, is its
+    closing report: its label says so (a reviewer reads it as the outcome told)."""
+    said = [mv for mv in moves if mv.act != "call"]
+    if said and said[-1].act in ("inform", "decide"):
+        said[-1].label = CLOSING + said[-1].label
     return moves
 
 

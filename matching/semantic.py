@@ -90,7 +90,15 @@ def observed_text(o: ObservedNode, text: str) -> str:
     # a speech act in the description (behaviour extractor) is a tag, not words said;
     # an extractor's "Called <tool>" label repeats the call
     parts = [o.label, o.description if o.description not in SPEECH_ACTS else ""]
-    extra = [p for p in parts if p and p.rstrip("…") not in body and not p.startswith("Called ")]
+    extra = []
+    for p in parts:
+        p = p.rstrip("…")
+        if not p or p in body or p.startswith("Called "):
+            continue
+        head = body[:40]
+        # a label that prefixes the sentence ("Tell the outcome…: <sentence>") adds the
+        # prefix only
+        extra.append(p[: p.index(head)].strip() if head and head in p else p)
     return " ".join([*extra, body]).strip()
 
 

@@ -44,7 +44,7 @@ _ORDERED = ("requires", "enables", "branches_to")
 class Rules:
     threshold: float = 0.45
     confident: float = 0.60
-    window: float = 0.20  # last round: candidates inside the order window
+    window: float = 0.30  # last round: candidates inside the order window
     cover: float = 0.40
     prior: float = 0.05
     structural: bool = True
@@ -218,6 +218,7 @@ def _leftovers(
 ) -> None:
     """Wrong-branch nodes, repeats; what is left is extra (``align`` lists it)."""
     rows = expected.nodes
+    by_id = expected.contract.by_id
     n_act = len(rows)
     paired = set(m.pairs.values())
     left = [j for j, o in enumerate(kept) if o.id not in paired]
@@ -232,6 +233,9 @@ def _leftovers(
             m.wrong_branch.setdefault(expected.inactive[node], []).append(o.id)
             m.wrong_branch_of[o.id] = node
         elif n_act and best_a >= 1.0:  # another call of a bound tool: a repeat
+            m.repeats.append((o.id, rows[int(np.argmax(col))]))
+        elif best_a >= rules.threshold and by_id[rows[int(np.argmax(col))]].checked_output:
+            # the final record written as a step: consumed by the output, as in §2
             m.repeats.append((o.id, rows[int(np.argmax(col))]))
         elif rules.tools_extra and is_tool_call(o, text):
             continue

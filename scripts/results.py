@@ -20,6 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from matching.behaviour import extract_behaviour  # noqa: E402
 from matching.enactments import protocol_expected  # noqa: E402
 from matching.extract import extract_heuristic  # noqa: E402
 from matching.llm.components import declared_study, format_components, observed_study  # noqa: E402
@@ -217,6 +218,7 @@ def main() -> int:
     parts += semantic_sections(out)
     declared = declared_study(suite.contracts.values(), propose_heuristic, "heuristic")
     observed = observed_study(suite, extract_heuristic, "heuristic")
+    behaviour = observed_study(suite, extract_behaviour, "behaviour")
     parts += [
         "## Component study (offline components; `contracteval components fixtures/suite`)",
         "",
@@ -226,7 +228,7 @@ def main() -> int:
         " the same command adds `llm:<model>` rows; none could be run here.",
         "",
         "```",
-        format_components([declared], [observed]),
+        format_components([declared], [observed, behaviour]),
         "```",
         "",
     ]
