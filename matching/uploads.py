@@ -26,8 +26,8 @@ from .importers import detect_kind, render
 
 # The values a caller may pass (the web app stores them as its own choices).
 INPUT_KINDS = ("observed", "text", "openai", "tau_bench")
-MODES = ("oracle", "token")
-EXTRACTORS = ("none", "heuristic", "llm")
+MODES = ("oracle", "token", "semantic")
+EXTRACTORS = ("none", "heuristic", "behaviour", "llm")
 SOURCE_KINDS = ("response", "trace")
 # A rendered trace opens its lines with the speaker in brackets; pasted text that does
 # is a trace, not a final response.
@@ -71,10 +71,10 @@ def prepare_input(
     ``data`` is text (``str``/``bytes``) or already-parsed JSON.
     """
     if mode not in MODES:
-        raise ContractEvalError(f"unknown mode {mode!r}: expected oracle or token", rule="mode")
+        raise ContractEvalError(f"unknown mode {mode!r}: expected {', '.join(MODES)}", rule="mode")
     if extractor not in EXTRACTORS:
         raise ContractEvalError(
-            f"unknown extractor {extractor!r}: expected none, heuristic or llm", rule="extractor"
+            f"unknown extractor {extractor!r}: expected {', '.join(EXTRACTORS)}", rule="extractor"
         )
     if isinstance(data, bytes):
         try:

@@ -23,7 +23,14 @@ from matching.suite import SuiteArchiveError, extract_suite_zip, load_suite, run
 
 from .. import enqueue
 from ..models import Batch, BatchSource, ExtractorName, JudgeKind, Project, RunMode, RunStatus
-from .common import LLMRetry, ServiceError, actor, add_usage, llm_config
+from .common import (
+    LLMRetry,
+    ServiceError,
+    actor,
+    add_usage,
+    llm_config,
+    require_semantic_model,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -70,11 +77,14 @@ def _check_suite(folder: Path) -> int:
 
 def _check_options(mode: str, extractor: str) -> None:
     if mode not in RunMode.values:
-        raise ServiceError(f"unknown mode {mode!r}: expected oracle or token")
+        raise ServiceError(f"unknown mode {mode!r}: expected {', '.join(RunMode.values)}")
     if extractor not in ExtractorName.values:
-        raise ServiceError(f"unknown extractor {extractor!r}: expected none, heuristic or llm")
+        raise ServiceError(
+            f"unknown extractor {extractor!r}: expected {', '.join(ExtractorName.values)}"
+        )
     if mode == RunMode.ORACLE and extractor != ExtractorName.NONE:
         raise ServiceError("oracle mode uses the gold labels: choose the extractor 'none'")
+    require_semantic_model(mode)
 
 
 CONTRACTEVAL = "contracteval"
