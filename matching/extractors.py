@@ -18,7 +18,7 @@ from .extract import extract_heuristic
 from .formats import Observed
 
 Extractor = Callable[..., Observed]
-EXTRACTORS = ("heuristic", "llm")
+EXTRACTORS = ("heuristic", "behaviour", "llm")
 
 
 class FallbackWarning(UserWarning):
@@ -45,6 +45,10 @@ def get_extractor(name: str) -> Extractor:
     """
     if name == "heuristic":
         return extract_heuristic
+    if name == "behaviour":
+        from .behaviour import extract_behaviour
+
+        return extract_behaviour
     if name == "llm":
         from .llm.config import LLMConfig
 

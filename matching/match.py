@@ -30,7 +30,7 @@ from .formats import Observed, ObservedNode
 from .similarity import THRESHOLD, similarity_matrix, tokens
 from .trace import calls_tool, strip_tag, tag
 
-MODES = ("oracle", "token")
+MODES = ("oracle", "token", "semantic")
 
 
 @dataclass
@@ -156,6 +156,10 @@ def align(expected: Expected, obs: Observed, *, mode: str = "token") -> Alignmen
     kept, dropped = keep_evidence(obs)
     if mode == "oracle":
         m = _oracle(expected, kept)
+    elif mode == "semantic":
+        from .semantic_match import semantic_align  # loads the embedding model on use
+
+        m = semantic_align(expected, kept, obs.text)
     else:
         m = _token(expected, kept, obs.text)
     m.dropped = dropped

@@ -26,8 +26,8 @@ from .trace import is_trace
 
 # The values a caller may pass (the web app stores them as its own choices).
 # INPUT_KINDS (from the importers) are the values a caller may pass.
-MODES = ("oracle", "token")
-EXTRACTORS = ("none", "heuristic", "llm")
+MODES = ("oracle", "token", "semantic")
+EXTRACTORS = ("none", "heuristic", "behaviour", "llm")
 SOURCE_KINDS = ("response", "trace")
 
 
@@ -125,7 +125,7 @@ def _rendered(
     if mode == "oracle":
         raise ContractEvalError(
             "oracle mode needs an observed document with gold labels; rendered text is"
-            " extracted, so use token mode",
+            " extracted, so use token or semantic mode",
             rule="mode",
         )
     doc: dict[str, Any] = {
@@ -147,10 +147,10 @@ def _rendered(
 
 def _check_options(mode: str, extractor: str) -> None:
     if mode not in MODES:
-        raise ContractEvalError(f"unknown mode {mode!r}: expected oracle or token", rule="mode")
+        raise ContractEvalError(f"unknown mode {mode!r}: expected {', '.join(MODES)}", rule="mode")
     if extractor not in EXTRACTORS:
         raise ContractEvalError(
-            f"unknown extractor {extractor!r}: expected none, heuristic or llm", rule="extractor"
+            f"unknown extractor {extractor!r}: expected {', '.join(EXTRACTORS)}", rule="extractor"
         )
 
 

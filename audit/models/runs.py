@@ -23,11 +23,13 @@ class RunStatus(models.TextChoices):
 class RunMode(models.TextChoices):
     ORACLE = "oracle", "Oracle (gold labels)"
     TOKEN = "token", "Token matching"
+    SEMANTIC = "semantic", "Semantic matching (sentence embeddings)"
 
 
 class ExtractorName(models.TextChoices):
     NONE = "none", "None (use the observed nodes)"
     HEURISTIC = "heuristic", "Heuristic"
+    BEHAVIOUR = "behaviour", "Behaviour (speech acts)"
     LLM = "llm", "LLM"
 
 

@@ -42,7 +42,7 @@ from ..models import (
     RunStatus,
 )
 from .chunks import case_results, chunk_execute, chunk_rows
-from .common import ServiceError, actor, add_usage, llm_config
+from .common import ServiceError, actor, add_usage, llm_config, require_semantic_model
 
 logger = logging.getLogger(__name__)
 
@@ -108,11 +108,14 @@ def _read_suite(folder: Path) -> tuple[dict[str, Any], list[list[Any]]]:
 
 def _check_options(mode: str, extractor: str) -> None:
     if mode not in RunMode.values:
-        raise ServiceError(f"unknown mode {mode!r}: expected oracle or token")
+        raise ServiceError(f"unknown mode {mode!r}: expected {', '.join(RunMode.values)}")
     if extractor not in ExtractorName.values:
-        raise ServiceError(f"unknown extractor {extractor!r}: expected none, heuristic or llm")
+        raise ServiceError(
+            f"unknown extractor {extractor!r}: expected {', '.join(ExtractorName.values)}"
+        )
     if mode == RunMode.ORACLE and extractor != ExtractorName.NONE:
         raise ServiceError("oracle mode uses the gold labels: choose the extractor 'none'")
+    require_semantic_model(mode)
 
 
 CONTRACTEVAL = "contracteval"

