@@ -47,10 +47,11 @@ import re
 from dataclasses import dataclass, field
 
 # Trace events and sentences are read exactly as the heuristic extractor reads them.
-from .extract import _CALL, _FILLER, _events, _label, _sentences
+from .extract import _FILLER, _label, _sentences
 from .formats import Edge, Observed, ObservedNode, Span
 from .semantic import SPEECH_ACTS
 from .similarity import tokens
+from .trace import events, tool_call
 
 __all__ = ["SPEECH_ACTS", "extract_behaviour", "is_filler", "speech_act"]
 
@@ -219,11 +220,13 @@ def extract_behaviour(text: str, *, kind: str = "trace") -> Observed:
             )
         ]
     else:
-        for role, a, b in _events(text):
-            tag = len(role) + 3 if text.startswith(f"[{role}] ", a) else 0
+        for event in events(text):
+            # untagged text before the first event is the agent's
+            role, a, b = event.role or "assistant", event.start, event.end
+            tag = event.tag_length
             if role == "tool":
-                m = _CALL.match(text[a + tag : b])
-                name = m.group(1) if m else text[a + tag : b].split("(")[0].strip() or "tool"
+                call = tool_call(text[a + tag : b])
+                name = call[0] if call else text[a + tag : b].split("(")[0].strip() or "tool"
                 moves.append(_Move(step, "call", f"Called {name}", [(a, b)]))
                 step += 1
             elif role == "assistant":
