@@ -62,6 +62,8 @@ serve: install
 	echo "ContractEval at http://$(HOST):$(PORT)/ (gunicorn + Celery worker + beat)" && \
 	$(VENV_PATH) exec $(BIN)/honcho -f deploy/Procfile -d . start
 
+# mypy checks matching/, audit/ and the settings ([tool.mypy] in pyproject.toml), the
+# Django code with the django-stubs and DRF plugins.
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

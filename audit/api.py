@@ -25,7 +25,7 @@ from .filters import BatchApiFilter, ContractApiFilter, QueryApiFilter, RunApiFi
 from .models import Batch, Contract, Project, Query, Run
 from .permissions import BATCH, IMPORT, RUN, VERDICT, ProjectRole, project_for, require, roles_of
 from .selectors import exports
-from .selectors.contracts import contract_document
+from .selectors.team import export_document
 from .serializers import (
     BatchSerializer,
     ContractImportSerializer,
@@ -49,10 +49,10 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
     def get_queryset(self) -> QuerySet[Project]:
         if getattr(self, "swagger_fake_view", False):  # schema generation
             return Project.objects.none()
-        return Project.objects.filter(memberships__user=self.request.user).order_by("name")
+        return Project.objects.filter(memberships__user=self.request.user.pk).order_by("name")
 
     def get_serializer_context(self):
-        ctx = super().get_serializer_context()
+        ctx = dict(super().get_serializer_context())
         if self.request.user.is_authenticated:
             ctx["roles"] = roles_of(self.request.user)
         return ctx
@@ -69,7 +69,7 @@ class ContractViewSet(viewsets.ReadOnlyModelViewSet):
         if getattr(self, "swagger_fake_view", False):  # schema generation
             return Contract.objects.none()
         return (
-            Contract.objects.filter(project__memberships__user=self.request.user)
+            Contract.objects.filter(project__memberships__user=self.request.user.pk)
             .select_related("project")
             .prefetch_related("queries")
             .order_by("key", "-version")
@@ -79,7 +79,7 @@ class ContractViewSet(viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["get"])
     def export(self, request, pk=None):
         """The ``contracteval.contract/v1`` document of this version."""
-        return Response(contract_document(self.get_object()))
+        return Response(export_document(self.get_object()))
 
     @extend_schema(request=ContractImportSerializer, responses={201: ContractSerializer})
     @action(detail=False, methods=["post"], url_path="import", url_name="import")
@@ -110,7 +110,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         if getattr(self, "swagger_fake_view", False):  # schema generation
             return Query.objects.none()
         return Query.objects.filter(
-            contract__project__memberships__user=self.request.user
+            contract__project__memberships__user=self.request.user.pk
         ).order_by("contract_id", "position", "pk")
 
 
@@ -183,6 +183,7 @@ class RunViewSet(
                 extractor=d["extractor"],
                 model_name=d.get("model") or "",
                 judge_invariants=d.get("judge_invariants", False),
+                select=d.get("select") or "",
             )
         except services.ServiceError as exc:
             raise ValidationError({"input": [str(exc)]}) from exc
@@ -260,7 +261,7 @@ class BatchViewSet(
         if getattr(self, "swagger_fake_view", False):  # schema generation
             return Batch.objects.none()
         return (
-            Batch.objects.filter(project__memberships__user=self.request.user)
+            Batch.objects.filter(project__memberships__user=self.request.user.pk)
             .select_related("project")
             .defer("archive")
         )

@@ -34,8 +34,12 @@ class ProjectSerializer(serializers.ModelSerializer):
 
 
 class ContractSerializer(serializers.ModelSerializer):
-    project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    queries = serializers.SlugRelatedField(slug_field="query_id", many=True, read_only=True)
+    project: serializers.SlugRelatedField[Project] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
+    queries: serializers.SlugRelatedField[Query] = serializers.SlugRelatedField(
+        slug_field="query_id", many=True, read_only=True
+    )
     export_url = serializers.HyperlinkedIdentityField(view_name="api:contract-export")
 
     class Meta:
@@ -63,7 +67,9 @@ class ContractImportSerializer(serializers.Serializer):
 class QuerySerializer(serializers.ModelSerializer):
     id = serializers.IntegerField(source="pk", read_only=True)
     query = serializers.CharField(source="query_id")
-    contract = serializers.PrimaryKeyRelatedField(read_only=True)
+    contract: serializers.PrimaryKeyRelatedField[Contract] = serializers.PrimaryKeyRelatedField(
+        read_only=True
+    )
 
     class Meta:
         model = Query
@@ -71,14 +77,18 @@ class QuerySerializer(serializers.ModelSerializer):
 
 
 class RunSerializer(serializers.ModelSerializer):
-    project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    project: serializers.SlugRelatedField[Project] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
     contract_key = serializers.CharField(source="contract.key", read_only=True)
     contract_version = serializers.IntegerField(source="contract.version", read_only=True)
     query = serializers.CharField(source="query_key", read_only=True)
     model = serializers.CharField(source="model_name", read_only=True)
     families = serializers.ListField(child=serializers.CharField(), read_only=True)
     metrics = serializers.SerializerMethodField()
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
     url = serializers.HyperlinkedIdentityField(view_name="api:run-detail")
     report_url = serializers.HyperlinkedIdentityField(view_name="api:run-report")
 
@@ -112,6 +122,7 @@ class RunSerializer(serializers.ModelSerializer):
             "judged_invariants",
             "llm_model",
             "llm_usage",
+            "extraction",
         ]
         read_only_fields = fields
 
@@ -133,8 +144,17 @@ class RunCreateSerializer(serializers.Serializer):
         choices=[("auto", "Detect"), *InputKind.choices], default="auto"
     )
     input = serializers.JSONField(
-        help_text="an observed document, a chat transcript (list of messages or"
-        " {messages: [...]}), a τ-bench action list, or a string of pasted text"
+        help_text="an observed document, a transcript (OpenAI chat or Responses items,"
+        " Anthropic Messages, a LangChain dump), OpenTelemetry GenAI spans, a τ-bench"
+        " results file (choose an entry with select) or action list, or a string of"
+        " pasted text"
+    )
+    select = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=200,
+        help_text="task_id=…,trial=…: the trajectory of a τ-bench results file",
     )
     source_kind = serializers.ChoiceField(
         choices=["auto", "response", "trace"], default="auto", required=False
@@ -150,7 +170,9 @@ class RunCreateSerializer(serializers.Serializer):
 
 
 class VerdictSerializer(serializers.ModelSerializer):
-    reviewer = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    reviewer: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
 
     class Meta:
         model = ReviewVerdict
@@ -159,7 +181,9 @@ class VerdictSerializer(serializers.ModelSerializer):
 
 
 class BatchSerializer(serializers.ModelSerializer):
-    project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    project: serializers.SlugRelatedField[Project] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
     evaluator = serializers.SerializerMethodField()
 
     def get_evaluator(self, obj: Batch) -> str:

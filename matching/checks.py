@@ -32,7 +32,10 @@ from typing import Any
 import jsonschema
 import regex
 
-REGEX_TIMEOUT = 1.0  # seconds per search; legitimate checks take milliseconds on 10 MB
+# Seconds of CPU time per search (the regex package counts the process's CPU time, so
+# on a loaded machine the wall time is longer); legitimate checks take milliseconds on
+# 10 MB of text.
+REGEX_TIMEOUT = 1.0
 
 
 class CheckTimeout(Exception):
@@ -41,7 +44,21 @@ class CheckTimeout(Exception):
 
 @cache
 def compiled(rx: str) -> Any:
-    """``rx`` compiled by the ``regex`` package in its ``re``-compatible mode (cached)."""
+    """``rx`` compiled by the ``regex`` package in its ``re``-compatible mode (cached).
+
+    Parameters
+    ----------
+    rx : str
+
+    Returns
+    -------
+    regex.Pattern
+
+    Raises
+    ------
+    regex.error
+        When ``rx`` is not a valid pattern.
+    """
     return regex.compile(rx, regex.VERSION0)
 
 
@@ -50,7 +67,7 @@ def _timed(rx: str, call: str, text: str) -> Any:
         return getattr(compiled(rx), call)(text, timeout=REGEX_TIMEOUT)
     except TimeoutError:
         raise CheckTimeout(
-            f"the regex {rx!r} ran past its {REGEX_TIMEOUT:g} s time limit"
+            f"the regex {rx!r} ran past its time limit ({REGEX_TIMEOUT:g} s of CPU time)"
             f" on {len(text):,} characters"
         ) from None
 
@@ -128,11 +145,19 @@ _REPEATS = {"MAX_REPEAT", "MIN_REPEAT"}
 
 
 def nested_quantifier(rx: str) -> bool:
-    """Whether ``rx`` repeats a group that itself holds an unbounded repeat, like
-    ``(a+)+`` or ``(\\w*\\s)*``: the shape behind catastrophic backtracking.
+    """Whether ``rx`` repeats a group that itself holds an unbounded repeat.
 
+    Like ``(a+)+`` or ``(\\w*\\s)*``: the shape behind catastrophic backtracking.
     Possessive and atomic groups (which never backtrack into) are not flagged; a
     pattern ``re`` cannot parse is not flagged either (the audit reports it as invalid).
+
+    Parameters
+    ----------
+    rx : str
+
+    Returns
+    -------
+    bool
     """
     try:
         tree = re._parser.parse(rx)  # type: ignore[attr-defined]
@@ -194,7 +219,18 @@ def _schema_validator(schema_json: str) -> Any:
 
 
 def schema_validator(schema: Mapping[str, Any]) -> Any:
-    """The cached draft 2020-12 validator of ``schema``."""
+    """The cached draft 2020-12 validator of ``schema``.
+
+    Its ``pattern`` keyword searches with the time limit of the other checks.
+
+    Parameters
+    ----------
+    schema : mapping
+
+    Returns
+    -------
+    jsonschema.protocols.Validator
+    """
     return _schema_validator(json.dumps(schema, sort_keys=True))
 
 

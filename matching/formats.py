@@ -63,7 +63,17 @@ _HERE = Path(__file__).resolve().parent
 
 @cache
 def schema(name: str) -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of a format, by short name (``"contract"``...)."""
+    """The JSON Schema (draft 2020-12) of a format.
+
+    Parameters
+    ----------
+    name : str
+        The format's short name (``"contract"``, ``"observed"`` ...).
+
+    Returns
+    -------
+    dict
+    """
     text = (_HERE / "schemas" / f"{name}.json").read_text("utf-8")
     return json.loads(text)
 
@@ -126,7 +136,20 @@ def check_schema(doc: Any, name: str, *, file: str | None = None) -> None:
 
 
 def schema_errors(doc: Any, name: str) -> list[tuple[str, str, str]]:
-    """Every schema violation as ``(path, rule, message)``, sorted by path."""
+    """Every schema violation of ``doc`` against format ``name``.
+
+    Parameters
+    ----------
+    doc : object
+        Parsed JSON.
+    name : str
+        The format's short name.
+
+    Returns
+    -------
+    list of (str, str, str)
+        ``(path, rule, message)``, sorted by path.
+    """
     out = []
     for err in _validator(name).iter_errors(doc):
         out.append((json_path(err.absolute_path), _rule_of(err), err.message))
@@ -418,7 +441,17 @@ def read_document(src: Source, *, file: str | None = None) -> Any:
 
 
 def dumps(doc: Mapping[str, Any]) -> str:
-    """The canonical JSON text the project writes: UTF-8, indented, key order kept."""
+    """The canonical JSON text the project writes: UTF-8, indented, key order kept.
+
+    Parameters
+    ----------
+    doc : mapping
+
+    Returns
+    -------
+    str
+        Ending with a newline.
+    """
     return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
 
 

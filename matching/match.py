@@ -116,7 +116,18 @@ def observed_tokens(n: ObservedNode, text: str) -> frozenset[str]:
 
 
 def call_quotes(n: ObservedNode, text: str) -> list[str]:
-    """The texts of ``n``'s spans without an optional leading ``[tool] `` tag."""
+    """The texts of ``n``'s spans without an optional leading ``[tool] `` tag.
+
+    Parameters
+    ----------
+    n : ObservedNode
+    text : str
+        The source text its spans index.
+
+    Returns
+    -------
+    list of str
+    """
     return [text[s.start : s.end].removeprefix(tag("tool")) for s in n.evidence]
 
 

@@ -74,7 +74,18 @@ _SATISFIED = frozenset({"direct", "derived", "covered", "passed"})
 
 
 def edge_id(source: str, target: str) -> str:
-    """The id a failure uses for an edge (its ``location`` for ordering failures)."""
+    """The id a failure uses for an edge (its ``location`` for ordering failures).
+
+    Parameters
+    ----------
+    source, target : str
+        Node ids.
+
+    Returns
+    -------
+    str
+        ``"source->target"``.
+    """
     return f"{source}->{target}"
 
 

@@ -195,6 +195,16 @@ def _slug(text: str) -> str:
 def suggest_id(text: str) -> str:
     """A node id made of the first content words of ``text``.
 
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
     >>> suggest_id("Verify the purchase belongs to the customer.")
     'verify_purchase_belongs_customer'
     """

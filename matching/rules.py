@@ -266,7 +266,7 @@ def _regex_warnings(c: Contract) -> list[Finding]:
             "nested-quantifier",
             f"regex {rx!r} repeats a group that itself repeats without bound (like (a+)+):"
             " it can take exponential time on some texts; a check that runs past"
-            f" {checks.REGEX_TIMEOUT:g} s is reported as unjudged",
+            f" {checks.REGEX_TIMEOUT:g} s of CPU time is reported as unjudged",
             path,
             owner,
         )

@@ -33,7 +33,22 @@ _ANY_EVENT = re.compile(r"^\[(?:system|user|assistant|tool|result)\] ", re.M)
 
 
 def tag(role: str) -> str:
-    """The tag that opens an event of ``role``: ``tag("tool") == "[tool] "``."""
+    """The tag that opens an event of ``role``.
+
+    Parameters
+    ----------
+    role : str
+        One of :data:`ROLES`.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> tag("tool")
+    '[tool] '
+    """
     return f"[{role}] "
 
 
@@ -113,6 +128,16 @@ def events(text: str) -> Iterator[Event]:
 def is_trace(text: str) -> bool:
     """Whether ``text`` has at least one tagged event line.
 
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
     >>> is_trace("Hello.\\n[assistant] Hi"), is_trace("Hello [assistant] Hi")
     (True, False)
     """
@@ -122,6 +147,16 @@ def is_trace(text: str) -> bool:
 def strip_tag(quote: str) -> str:
     """``quote`` without its leading ``[role] `` tag, if it has one.
 
+    Parameters
+    ----------
+    quote : str
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
     >>> strip_tag("[tool] f(x=1)"), strip_tag("plain")
     ('f(x=1)', 'plain')
     """
@@ -132,6 +167,18 @@ def strip_tag(quote: str) -> str:
 def tool_call(text: str) -> tuple[str, str] | None:
     """``(name, arguments)`` when ``text`` (after an optional ``[tool] `` tag) is a call.
 
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    (str, str) or None
+        The tool name and the text between the parentheses; None when ``text`` is not
+        written ``name(arguments)``.
+
+    Examples
+    --------
     >>> tool_call("get-order(7)"), tool_call("[tool] refund()"), tool_call("Refunded it.")
     (('get-order', '7'), ('refund', ''), None)
     """
@@ -140,18 +187,50 @@ def tool_call(text: str) -> tuple[str, str] | None:
 
 
 def is_call(text: str) -> bool:
-    """Whether ``text`` is written as a tool call ``name(arguments)``."""
+    """Whether ``text`` is written as a tool call ``name(arguments)``.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    bool
+    """
     return tool_call(text) is not None
 
 
 def calls_tool(quotes: list[str], names: set[str]) -> bool:
-    """Whether one of ``quotes`` starts with ``name(`` for a name of ``names`` (a call of
-    that tool, ALGORITHMS.md §2 tool binding), whatever characters the name has."""
+    """Whether one of ``quotes`` starts with ``name(`` for a name of ``names``.
+
+    A call of that tool, ALGORITHMS.md §2 tool binding, whatever characters the name
+    has (the bound names come from the contract, not from :data:`CALL`).
+
+    Parameters
+    ----------
+    quotes : list of str
+        Evidence quotes without their ``[tool] `` tag.
+    names : set of str
+        Tool names bound to an expected node (``meta.tool``).
+
+    Returns
+    -------
+    bool
+    """
     return any(q.startswith(name + "(") for q in quotes for name in names)
 
 
 def agent_events(text: str) -> Iterator[Event]:
-    """The ``[assistant]`` and ``[tool]`` events of a trace."""
+    """The ``[assistant]`` and ``[tool]`` events of a trace.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    iterator of Event
+    """
     return (e for e in events(text) if e.role in AGENT_ROLES)
 
 
@@ -162,6 +241,19 @@ def agent_text(kind: str, text: str, output: str | None) -> str:
     continuation lines included, blank ones too), joined by newlines; for a response,
     the whole text; in both cases followed by a newline and ``output`` if present.
 
+    Parameters
+    ----------
+    kind : {"trace", "response"}
+    text : str
+    output : str or None
+        The execution's final output.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
     >>> agent_text("trace", "[user] hi\\n[assistant] Hello\\n  \\n  there\\n", "{}")
     '[assistant] Hello\\n  \\n  there\\n{}'
     """
@@ -172,6 +264,17 @@ def agent_text(kind: str, text: str, output: str | None) -> str:
 def last_agent_message(text: str) -> str:
     """The last ``[assistant]`` event of a trace without its tag (non-blank lines only).
 
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    str
+        Empty when the trace has no ``[assistant]`` event.
+
+    Examples
+    --------
     >>> last_agent_message("[assistant] Checking.\\n[tool] f()\\n[assistant] Done:\\n  ok.\\n")
     'Done:\\n  ok.'
     """

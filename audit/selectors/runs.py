@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.core.cache import cache
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
@@ -43,9 +43,10 @@ def inbox(project: Project) -> QuerySet[Run]:
 
 def inbox_choices(project: Project) -> dict[str, list[str]]:
     """The values the inbox filters offer (kept a minute: each is a scan of the inbox)."""
-    return cache.get_or_set(
+    choices = cache.get_or_set(
         f"inbox-choices-{project.pk}", lambda: _inbox_choices(project), timeout=60
     )
+    return cast(dict[str, list[str]], choices)
 
 
 def _inbox_choices(project: Project) -> dict[str, list[str]]:

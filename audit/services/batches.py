@@ -26,7 +26,8 @@ from django.utils import timezone
 from matching.errors import ContractEvalError
 from matching.llm.config import LLMConfig
 from matching.llm.judge import JUDGES
-from matching.suite import CaseResult, SuiteArchiveError, extract_suite_zip, score
+from matching.suite import CaseResult, score
+from matching.suite_archive import SuiteArchiveError, extract_suite_zip
 from matching.validate import load_contract
 
 from .. import enqueue
@@ -60,7 +61,7 @@ def fixture_suite_dir() -> Path:
 
 
 def unpack_suite(archive: bytes, dest: Path) -> Path:
-    """:func:`matching.suite.extract_suite_zip` with this site's size limits."""
+    """:func:`matching.suite_archive.extract_suite_zip` with this site's size limits."""
     try:
         return extract_suite_zip(
             archive,
@@ -184,7 +185,7 @@ def batch_create(
             mode=mode,
             extractor=extractor,
             judge=judge,
-            llm_model=config.model if config is not None else "",
+            llm_model=_llm_model(config, extractor),
             total=len(lines),
             contracts=contracts,
             created_by=actor(user),
@@ -194,6 +195,7 @@ def batch_create(
             chunk.batch = batch
         BatchChunk.objects.bulk_create(chunks)
         enqueue.batch_on_commit(batch.pk)
+    logger.info("batch %s created: %s, %s cases", batch.pk, label, len(lines))
     return batch
 
 
@@ -201,6 +203,13 @@ def batch_create(
 CHUNK_RESULT_FIELDS = [
     *("status", "done", "results", "verdicts", "warnings", "llm_usage", "error", "seconds")
 ]
+
+
+def _llm_model(judge_config: LLMConfig | None, extractor: str) -> str:
+    """The model a batch calls: its judge's, or the LLM extractor's; "" for none."""
+    if judge_config is not None:
+        return judge_config.model
+    return llm_config().model if extractor == ExtractorName.LLM else ""
 
 
 def batch_pending_chunks(*, batch_id: int) -> list[int]:
@@ -276,9 +285,11 @@ def _scores(batch: Batch, chunks: list[BatchChunk]) -> None:
     batch.status, batch.error = RunStatus.DONE, ""
     batch.warnings = sorted({w for c in chunks for w in c.warnings})
     batch.scores = {**scores, "mode": batch.mode, "extractor": batch.extractor}
+    if batch.judge or batch.llm_usage:
+        batch.scores.update(model=batch.llm_model, llm=batch.llm_usage)
     if batch.judge:
         batch.verdicts = [v for c in chunks for v in c.verdicts or []]
-        batch.scores.update(judge=batch.judge, model=batch.llm_model, llm=batch.llm_usage)
+        batch.scores["judge"] = batch.judge
     batch.done = batch.total = scores["cases"]
 
 

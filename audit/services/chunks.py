@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 import warnings
-from typing import Any
+from typing import Any, cast
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
@@ -21,13 +21,13 @@ from django.utils import timezone
 
 from matching.errors import ContractEvalError
 from matching.formats import read_case
-from matching.llm.client import LLMClient, LLMError
+from matching.llm.client import LLMClient, LLMError, usage_of
 from matching.llm.config import LLMConfig
 from matching.llm.judge import judge_suite
 from matching.suite import CaseResult, Suite, run_suite
 from matching.validate import load_contract
 
-from ..models import Batch, BatchChunk, RunStatus
+from ..models import Batch, BatchChunk, ExtractorName, RunStatus
 from .common import LLMRetry, ServiceError, add_usage, llm_config
 
 logger = logging.getLogger(__name__)
@@ -83,7 +83,8 @@ class _WatchedClient:
     """The judge's LLM client, counting answers and failures as they happen."""
 
     def __init__(self, client: LLMClient) -> None:
-        self.client, self.answers, self.failures = client, 0, []
+        self.client, self.answers = client, 0
+        self.failures: list[LLMError] = []
 
     def complete_json(self, **kwargs: Any) -> Any:
         try:
@@ -116,7 +117,8 @@ def _judge(batch: Batch, chunk: BatchChunk, suite: Suite, progress) -> tuple[lis
         progress(done, total)
 
     try:
-        return judge_suite(suite, batch.judge, watched, progress=watch)
+        # the watcher stands in for the client: it has the one method the judges call
+        return judge_suite(suite, batch.judge, cast(LLMClient, watched), progress=watch)
     finally:
         chunk.llm_usage = add_usage(chunk.llm_usage, client.usage())
 
@@ -127,15 +129,27 @@ def _evaluate(batch: Batch, chunk: BatchChunk, progress) -> None:
     if batch.judge:
         results, chunk.verdicts = _judge(batch, chunk, suite, progress)
     else:
+        client = _extractor_client(batch.extractor)
+        first = len(client.calls) if client is not None else 0
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
             results = run_suite(
                 suite, mode=batch.mode, extractor=batch.extractor, progress=progress
             )
         chunk.warnings = sorted({str(w.message) for w in seen})
+        if client is not None:  # the LLM extractor's calls are the chunk's usage
+            chunk.llm_usage = add_usage(chunk.llm_usage, usage_of(client.calls[first:]))
     chunk.results = [
         [r.id, r.clean, r.family, r.location, r.verdict, r.failures, r.error] for r in results
     ]
+
+
+def _extractor_client(extractor: str) -> LLMClient | None:
+    """The shared client the LLM extractor of ``run_suite`` calls through, if any."""
+    if extractor != ExtractorName.LLM:
+        return None
+    config = llm_config()
+    return LLMClient.shared(config) if config.configured else None
 
 
 def case_results(chunk: BatchChunk) -> list[CaseResult]:

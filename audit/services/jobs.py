@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from functools import partial
 
 from django.conf import settings
 from django.db import transaction
@@ -64,8 +65,11 @@ def _sweep_runs(before) -> tuple[int, int]:
         "pk", flat=True
     ):
         with transaction.atomic():
-            run = Run.objects.select_for_update().filter(pk=run_id, status=RunStatus.RUNNING)
-            run = run.filter(started_at__lt=before).first()
+            run = (
+                Run.objects.select_for_update()
+                .filter(pk=run_id, status=RunStatus.RUNNING, started_at__lt=before)
+                .first()
+            )
             if run is None:
                 continue
             if run.attempts >= settings.JOB_MAX_ATTEMPTS:
@@ -83,8 +87,11 @@ def _sweep_chunks(before) -> tuple[int, int]:
     stale = BatchChunk.objects.filter(status=RunStatus.RUNNING, heartbeat__lt=before)
     for chunk_id in stale.values_list("pk", flat=True):
         with transaction.atomic():
-            chunk = BatchChunk.objects.select_for_update().filter(pk=chunk_id)
-            chunk = chunk.filter(status=RunStatus.RUNNING, heartbeat__lt=before).first()
+            chunk = (
+                BatchChunk.objects.select_for_update()
+                .filter(pk=chunk_id, status=RunStatus.RUNNING, heartbeat__lt=before)
+                .first()
+            )
             if chunk is None:
                 continue
             if chunk.attempts >= settings.JOB_MAX_ATTEMPTS:
@@ -92,7 +99,7 @@ def _sweep_chunks(before) -> tuple[int, int]:
                 failed += 1
             else:
                 BatchChunk.objects.filter(pk=chunk.pk).update(status=RunStatus.QUEUED)
-                transaction.on_commit(lambda pk=chunk.pk: enqueue.enqueue_chunk(pk))
+                transaction.on_commit(partial(enqueue.enqueue_chunk, chunk.pk))
                 requeued += 1
     return requeued, failed
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -94,9 +93,7 @@ def test_an_invariant_whose_regex_runs_out_of_time_is_unjudged_with_the_reason(
     doc["invariants"][0]["check"] = {"forbid_regex": EVIL}
     obs = refund_observed_doc()
     obs["source"]["text"] += f"[assistant] {EVIL_TEXT}\n"
-    started = time.perf_counter()
-    ev = _evaluate(doc, obs)
-    assert time.perf_counter() - started < 30  # bounded, where re would run for hours
+    ev = _evaluate(doc, obs)  # with re, this search would run for hours
     assert ev.failures == [] and ev.unjudged == ["no_full_card"]
     assert "no_full_card" not in ev.invariant_scores and ev.metrics["invariant_score"] is None
     report = ev.report()
@@ -149,3 +146,13 @@ def test_the_audit_warns_about_a_nested_quantifier_in_a_check() -> None:
     found = [(w.rule, w.path) for w in audit.warnings]
     assert ("nested-quantifier", "$.nodes[10].meta.regex") in found
     assert ("nested-quantifier", "$.invariants[0].check.require_regex") in found
+
+
+def test_a_schema_pattern_that_runs_out_of_time_leaves_the_output_unjudged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(checks, "REGEX_TIMEOUT", 0.05)
+    schema = {"type": "object", "properties": {"note": {"type": "string", "pattern": EVIL}}}
+    obs = refund_observed_doc() | {"output": '{"note": "' + EVIL_TEXT + '"}'}
+    ev = _evaluate(_with_output_meta({"json_schema": schema}), obs)
+    assert ev.failures == [] and ev.status["reply_json"] == "unjudged"
