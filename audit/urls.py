@@ -1,6 +1,16 @@
 from django.urls import path
 
-from .views import batches, contracts, inbox, invariants, projects, queries, runs, workspace
+from .views import (
+    batches,
+    contracts,
+    inbox,
+    invariants,
+    projects,
+    queries,
+    reviews,
+    runs,
+    workspace,
+)
 
 app_name = "audit"
 
@@ -19,7 +29,8 @@ urlpatterns = [
     path("c/<int:pk>/nodes/new/", workspace.node_new, name="node_new"),
     path("c/<int:pk>/nodes/<int:node_pk>/", workspace.node_panel, name="node_panel"),
     path("c/<int:pk>/nodes/<int:node_pk>/edit/", workspace.node_edit, name="node_edit"),
-    path("c/<int:pk>/nodes/<int:node_pk>/review/", workspace.node_review, name="node_review"),
+    path("c/<int:pk>/nodes/<int:node_pk>/review/", reviews.node_review, name="node_review"),
+    path("c/<int:pk>/reviews/", reviews.nodes_review_many, name="nodes_review"),
     path("c/<int:pk>/nodes/<int:node_pk>/evidence/", workspace.node_evidence, name="node_evidence"),
     path("c/<int:pk>/nodes/<int:node_pk>/edges/", workspace.edge_create, name="edge_create"),
     path("c/<int:pk>/spans/<int:span_pk>/delete/", workspace.span_delete, name="span_delete"),

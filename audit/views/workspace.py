@@ -17,11 +17,60 @@ from matching.propose import suggest_id
 
 from .. import services
 from ..forms import ContractDetailsForm, EdgeForm, NewNodeForm, NodeForm, QueryForm, SpanForm
-from ..models import Edge, Node, NodeType, Span
+from ..models import Edge, Node, NodeType, ReviewStatus, Span
 from ..permissions import EDIT, REVIEW, VIEW, contract_for, has_role
 from ..selectors import contracts as contract_reads
 from ..selectors import workspace as ws
 from .common import is_htmx, workspace_url
+
+
+def panel_context(contract, membership, rows, selected, *, panel="view", form=None, error=""):
+    """What the node panel needs, and nothing of the rest of the workspace."""
+    writable = not contract.is_read_only and has_role(membership.role, EDIT)
+    detail = ws.node_detail(rows, selected) if selected else None
+    return {
+        "contract": contract,
+        "project": contract.project,
+        "membership": membership,
+        "can_edit": writable,
+        "selected": selected,
+        "detail": detail,
+        "panel": panel,
+        "form": form,
+        "edge_form": EdgeForm(contract=contract, node=selected) if detail and writable else None,
+        "error": error,
+    }
+
+
+def header_context(contract, membership, rows, audit):
+    """The header (status, tally, actions) and the audit tab of ``rows``."""
+    counts = ws.status_counts(rows)
+    node_pks = {n.node_id: n.pk for n in rows.nodes}
+    writable = not contract.is_read_only and has_role(membership.role, EDIT)
+    return {
+        "audit": audit,
+        "findings": [
+            (kind, f, node_pks.get(f.node or ""))
+            for kind, group in (("error", audit.errors), ("warning", audit.warnings))
+            for f in group
+        ],
+        "coverage_pct": round(audit.coverage * 100, 1),
+        "counts": counts,
+        "run": ws.latest_proposal_run(contract),
+        "versions": ws.contract_versions(contract),
+        "can_review": has_role(membership.role, REVIEW),
+        "can_mark_audited": ws.can_mark_audited(contract, audit, counts),
+        "details_form": ContractDetailsForm(
+            initial={
+                "title": contract.title,
+                "domain": contract.domain,
+                "media_type": contract.artifact.media_type,
+            },
+            current=contract.artifact.media_type,
+        )
+        if writable
+        else None,
+    }
 
 
 def workspace_context(
@@ -39,57 +88,26 @@ def workspace_context(
 ):
     rows = contract_reads.load_contract_rows(contract)
     audit = ws.audit_rows(rows)
-    counts = ws.status_counts(rows)
     selected = ws.find_node(rows, selected_id)
-    writable = not contract.is_read_only and has_role(membership.role, EDIT)
-    detail = ws.node_detail(rows, selected) if selected else None
-    node_pks = {n.node_id: n.pk for n in rows.nodes}
+    ctx = panel_context(contract, membership, rows, selected, panel=panel, form=form, error=error)
+    ctx.update(header_context(contract, membership, rows, audit))
     if query_form is None:
         query_form = QueryForm(intents=ws.intent_choices(rows))
     if preview is None:
         preview = ws.query_preview(rows, [], {})
-    return {
-        "contract": contract,
-        "project": contract.project,
-        "membership": membership,
-        "rows": rows,
-        "outline": ws.outline(rows),
-        "segments": ws.segments(rows),
-        "audit": audit,
-        "findings": [
-            (kind, f, node_pks.get(f.node or ""))
-            for kind, group in (("error", audit.errors), ("warning", audit.warnings))
-            for f in group
-        ],
-        "coverage_pct": round(audit.coverage * 100, 1),
-        "counts": counts,
-        "records": ws.history(contract),
-        "legend": [*NodeType.choices, ("invariant", "Invariant")],
-        "run": ws.latest_proposal_run(contract),
-        "versions": ws.contract_versions(contract),
-        "can_edit": writable,
-        "can_review": has_role(membership.role, REVIEW),
-        "can_mark_audited": ws.can_mark_audited(contract, audit, counts),
-        "selected": selected,
-        "detail": detail,
-        "panel": panel,
-        "form": form,
-        "edge_form": EdgeForm(contract=contract, node=selected) if detail and writable else None,
-        "error": error,
-        "query_form": query_form,
-        "preview": preview,
-        "edit_invariant": edit_invariant,
-        "details_form": ContractDetailsForm(
-            initial={
-                "title": contract.title,
-                "domain": contract.domain,
-                "media_type": contract.artifact.media_type,
-            },
-            current=contract.artifact.media_type,
-        )
-        if writable
-        else None,
-    }
+    ctx.update(
+        rows=rows,
+        outline=ws.outline(rows),
+        segments=ws.segments(rows),
+        records=ws.history(contract),
+        legend=[*NodeType.choices, ("invariant", "Invariant")],
+        query_form=query_form,
+        preview=preview,
+        edit_invariant=edit_invariant,
+        node_types=NodeType.choices,
+        statuses=ReviewStatus.choices,
+    )
+    return ctx
 
 
 def respond(request, contract, membership, *, node=None, error="", status=200, **extra):
@@ -124,7 +142,8 @@ def node_panel(request, pk, node_pk):
     node = get_object_or_404(Node, pk=node_pk, contract=contract)
     if not is_htmx(request):
         return redirect(workspace_url(contract, node))
-    ctx = workspace_context(request, contract, membership, selected_id=node.node_id)
+    rows = contract_reads.load_contract_rows(contract)
+    ctx = panel_context(contract, membership, rows, rows.by_pk.get(node.pk))
     return render(request, "audit/workspace.html#detail", ctx)
 
 
@@ -160,27 +179,11 @@ def node_edit(request, pk, node_pk):
     form = NodeForm(initial=NodeForm.initial_for(node), contract=contract, node=node)
     if not is_htmx(request):
         return redirect(workspace_url(contract, node))
-    ctx = workspace_context(
-        request, contract, membership, selected_id=node.node_id, panel="edit", form=form
+    rows = contract_reads.load_contract_rows(contract)
+    ctx = panel_context(
+        contract, membership, rows, rows.by_pk.get(node.pk), panel="edit", form=form
     )
     return render(request, "audit/workspace.html#detail", ctx)
-
-
-@login_required
-@require_POST
-def node_review(request, pk, node_pk):
-    contract, membership = contract_for(request.user, pk, EDIT)
-    node = get_object_or_404(Node, pk=node_pk, contract=contract)
-    action = {"confirm": services.node_confirm, "reject": services.node_reject}.get(
-        request.POST.get("action", "")
-    )
-    if action is None:
-        return respond(request, contract, membership, node=node, error="unknown action", status=422)
-    try:
-        action(node=node, user=request.user)
-    except services.ServiceError as exc:
-        return respond(request, contract, membership, node=node, error=str(exc), status=422)
-    return respond(request, contract, membership, node=node)
 
 
 @login_required
@@ -227,7 +230,8 @@ def node_new(request, pk):
         "parent": request.GET.get("parent") or None,
     }
     form = NewNodeForm(initial=initial, contract=contract)
-    ctx = workspace_context(request, contract, membership, panel="new", form=form)
+    rows = contract_reads.load_contract_rows(contract)
+    ctx = panel_context(contract, membership, rows, None, panel="new", form=form)
     ctx["quote"] = quote
     return render(request, "audit/workspace.html#detail", ctx)
 
