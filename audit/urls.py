@@ -33,6 +33,7 @@ urlpatterns = [
     path("c/<int:pk>/reviews/", reviews.nodes_review_many, name="nodes_review"),
     path("c/<int:pk>/nodes/<int:node_pk>/evidence/", workspace.node_evidence, name="node_evidence"),
     path("c/<int:pk>/nodes/<int:node_pk>/edges/", workspace.edge_create, name="edge_create"),
+    path("c/<int:pk>/nodes/<int:node_pk>/edges/check/", workspace.edge_check, name="edge_check"),
     path("c/<int:pk>/spans/<int:span_pk>/delete/", workspace.span_delete, name="span_delete"),
     path("c/<int:pk>/edges/<int:edge_pk>/delete/", workspace.edge_delete, name="edge_delete"),
     path("c/<int:pk>/invariants/new/", invariants.invariant_new, name="invariant_new"),

@@ -28,13 +28,17 @@ def changed_segments(rows: ContractRows, previous: Mapping[int, str]) -> list[Se
     A review never moves a span, so the pieces are the same before and after; only
     their colour, underline and primary node can differ.
     """
-    now = segments(rows)
+    spans = [s for pk in previous for s in rows.spans.get(pk, [])]
+    if not spans:
+        return []
+    window = (min(s.start for s in spans), max(s.end for s in spans))
+    now = segments(rows, window)
     current = {pk: rows.by_pk[pk].review_status for pk in previous if pk in rows.by_pk}
     try:
         for pk, status in previous.items():
             if pk in rows.by_pk:
                 rows.by_pk[pk].review_status = status
-        before = {s.start: (s.css, s.primary) for s in segments(rows)}
+        before = {s.start: (s.css, s.primary) for s in segments(rows, window)}
     finally:
         for pk, status in current.items():
             rows.by_pk[pk].review_status = status

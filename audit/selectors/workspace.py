@@ -91,11 +91,13 @@ class Segment:
     primary: str = ""
 
 
-def segments(rows: ContractRows) -> list[Segment]:
+def segments(rows: ContractRows, window: tuple[int, int] | None = None) -> list[Segment]:
     """The artifact cut at every span boundary; each piece knows the nodes covering it.
 
     A piece takes its colour from the shortest non-rejected span over it (the most
-    specific obligation), so nested evidence stays readable.
+    specific obligation), so nested evidence stays readable. With ``window``
+    (``(lo, hi)``, both span boundaries) only the pieces inside it, cut as they are in
+    the whole text.
     """
     text = rows.text
     marks: list[tuple[int, int, str, str, bool]] = []  # start, end, owner, css, rejected
@@ -108,8 +110,12 @@ def segments(rows: ContractRows) -> list[Segment]:
             marks.append(
                 (s.start, min(s.end, len(text)), f"inv:{inv.inv_id}", "hl t-invariant", False)
             )
+    if window is not None:
+        marks = [m for m in marks if m[1] > window[0] and m[0] < window[1]]
     out: list[Segment] = []
     for a, b, active in cut_text(text, [(m[0], m[1]) for m in marks]):
+        if window is not None and not window[0] <= a < window[1]:
+            continue
         if not active:
             out.append(Segment(a, text[a:b]))
             continue

@@ -19,3 +19,9 @@ def ago(value: datetime | None) -> str:
     if timezone.now() - value < timedelta(minutes=1):
         return "just now"
     return f"{timesince(value)} ago"
+
+
+@register.filter
+def get_item(mapping: dict, key: str):
+    """``mapping[key]`` in a template (None when absent)."""
+    return mapping.get(key) if hasattr(mapping, "get") else None

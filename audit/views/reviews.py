@@ -33,9 +33,11 @@ def _pairs(values: list[str]) -> list[tuple[int, int]]:
     return out
 
 
-def _update(request, contract, membership, *, selected, changed=(), undo=(), error="", status=200):
+def _update(
+    request, contract, membership, *, selected, changed=(), undo=(), error="", status=200, rows=None
+):
     """The htmx answer to a review: the panel of ``selected`` and what ``changed``."""
-    rows = contract_reads.load_contract_rows(contract)
+    rows = rows or contract_reads.load_contract_rows(contract)
     order = ws.outline(rows)
     selected = rows.by_pk.get(selected.pk) if selected else None
     ctx = panel_context(contract, membership, rows, selected, error=error)
@@ -65,11 +67,13 @@ def _decide(request, contract, membership, *, action, refs, selected, advance):
         )
     if not is_htmx(request):
         return redirect(workspace_url(contract, selected))
+    rows = contract_reads.load_contract_rows(contract)
     if advance and selected is not None:
-        rows = contract_reads.load_contract_rows(contract)
         selected = review_reads.next_to_review(ws.outline(rows), rows.by_pk.get(selected.pk))
     undo = [] if action == "undo" else [(n.pk, n.version) for n, _ in changed]
-    return _update(request, contract, membership, selected=selected, changed=changed, undo=undo)
+    return _update(
+        request, contract, membership, selected=selected, changed=changed, undo=undo, rows=rows
+    )
 
 
 @login_required

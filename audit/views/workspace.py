@@ -11,23 +11,45 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from matching.propose import suggest_id
 
 from .. import services
-from ..forms import ContractDetailsForm, EdgeForm, NewNodeForm, NodeForm, QueryForm, SpanForm
+from ..forms import (
+    EDGE_VERBS,
+    ContractDetailsForm,
+    EdgeForm,
+    NewNodeForm,
+    NodeForm,
+    QueryForm,
+    SpanForm,
+)
 from ..models import Edge, Node, NodeType, ReviewStatus, Span
 from ..permissions import EDIT, REVIEW, VIEW, contract_for, has_role
 from ..selectors import contracts as contract_reads
 from ..selectors import workspace as ws
-from .common import is_htmx, workspace_url
+from .common import form_errors, is_htmx, workspace_url
 
 
-def panel_context(contract, membership, rows, selected, *, panel="view", form=None, error=""):
+def panel_context(
+    contract,
+    membership,
+    rows,
+    selected,
+    *,
+    panel="view",
+    form=None,
+    error="",
+    edge_form=None,
+    edge_error="",
+):
     """What the node panel needs, and nothing of the rest of the workspace."""
     writable = not contract.is_read_only and has_role(membership.role, EDIT)
     detail = ws.node_detail(rows, selected) if selected else None
+    if detail and writable and edge_form is None:
+        edge_form = EdgeForm(contract=contract, node=selected)
     return {
         "contract": contract,
         "project": contract.project,
@@ -37,7 +59,10 @@ def panel_context(contract, membership, rows, selected, *, panel="view", form=No
         "detail": detail,
         "panel": panel,
         "form": form,
-        "edge_form": EdgeForm(contract=contract, node=selected) if detail and writable else None,
+        "edge_form": edge_form if detail and writable else None,
+        "edge_error": edge_error,
+        "edge_verbs": EDGE_VERBS,
+        "panel_base": reverse("audit:node_panel", args=[contract.pk, 0]).removesuffix("0/"),
         "error": error,
     }
 
@@ -85,15 +110,22 @@ def workspace_context(
     query_form=None,
     preview=None,
     edit_invariant=None,
+    with_queries=False,
+    **panel_extra,
 ):
+    """Everything the workspace page shows. The Queries tab (a second outline, the
+    engine's conditioning) is only built when asked for or ``with_queries``; the page
+    loads it when the tab is opened."""
     rows = contract_reads.load_contract_rows(contract)
     audit = ws.audit_rows(rows)
     selected = ws.find_node(rows, selected_id)
-    ctx = panel_context(contract, membership, rows, selected, panel=panel, form=form, error=error)
+    ctx = panel_context(
+        contract, membership, rows, selected, panel=panel, form=form, error=error, **panel_extra
+    )
     ctx.update(header_context(contract, membership, rows, audit))
-    if query_form is None:
+    if query_form is None and with_queries:
         query_form = QueryForm(intents=ws.intent_choices(rows))
-    if preview is None:
+    if preview is None and with_queries:
         preview = ws.query_preview(rows, [], {})
     ctx.update(
         rows=rows,
@@ -110,8 +142,11 @@ def workspace_context(
     return ctx
 
 
-def respond(request, contract, membership, *, node=None, error="", status=200, **extra):
-    """After a change: the updated workspace parts (htmx) or a redirect."""
+def respond(
+    request, contract, membership, *, node=None, error="", status=200, light=False, **extra
+):
+    """After a change: the updated workspace parts (htmx) or a redirect. ``light``: the
+    change moved no span and no node (an edge): the outline and the text stay."""
     if not is_htmx(request):
         if error:
             messages.error(request, error)
@@ -124,7 +159,8 @@ def respond(request, contract, membership, *, node=None, error="", status=200, *
         error=error,
         **extra,
     )
-    return render(request, "audit/_update.html", ctx, status=status)
+    template = "audit/_update_light.html" if light else "audit/_update.html"
+    return render(request, template, ctx, status=status)
 
 
 @login_required
@@ -142,8 +178,8 @@ def node_panel(request, pk, node_pk):
     node = get_object_or_404(Node, pk=node_pk, contract=contract)
     if not is_htmx(request):
         return redirect(workspace_url(contract, node))
-    rows = contract_reads.load_contract_rows(contract)
-    ctx = panel_context(contract, membership, rows, rows.by_pk.get(node.pk))
+    rows = contract_reads.node_rows(contract, node)
+    ctx = panel_context(contract, membership, rows, rows.by_pk[node.pk])
     return render(request, "audit/workspace.html#detail", ctx)
 
 
@@ -277,10 +313,9 @@ def edge_create(request, pk, node_pk):
     contract, membership = contract_for(request.user, pk, EDIT)
     node = get_object_or_404(Node, pk=node_pk, contract=contract)
     form = EdgeForm(request.POST, contract=contract, node=node)
+    fail = {"node": node, "status": 422, "light": True, "edge_form": form}
     if not form.is_valid():
-        return respond(
-            request, contract, membership, node=node, error="choose a node and a kind", status=422
-        )
+        return respond(request, contract, membership, edge_error=form_errors(form), **fail)
     other, kind = form.cleaned_data["other"], form.cleaned_data["kind"]
     source, target = (node, other) if form.cleaned_data["direction"] == "out" else (other, node)
     try:
@@ -288,8 +323,27 @@ def edge_create(request, pk, node_pk):
             contract=contract, user=request.user, source=source, target=target, kind=kind
         )
     except services.ServiceError as exc:
-        return respond(request, contract, membership, node=node, error=str(exc), status=422)
-    return respond(request, contract, membership, node=node)
+        return respond(request, contract, membership, edge_error=str(exc), **fail)
+    return respond(request, contract, membership, node=node, light=True)
+
+
+@login_required
+@require_GET
+def edge_check(request, pk, node_pk):
+    """The sentence an edge would state, or why it cannot be added, before saving."""
+    contract, membership = contract_for(request.user, pk, VIEW)
+    node = get_object_or_404(Node, pk=node_pk, contract=contract)
+    form = EdgeForm(request.GET, contract=contract, node=node)
+    ctx = {"edge_error": "", "edge_ok": ""}
+    if request.GET.get("other", "").strip() and form.is_valid():
+        other, kind = form.cleaned_data["other"], form.cleaned_data["kind"]
+        out = form.cleaned_data["direction"] == "out"
+        source, target = (node, other) if out else (other, node)
+        ctx["edge_error"] = contract_reads.edge_problem(contract, source, target, kind)
+        ctx["edge_ok"] = f"{source.label} {EDGE_VERBS[kind]} {target.label}"
+    elif request.GET.get("other", "").strip():
+        ctx["edge_error"] = form_errors(form)
+    return render(request, "audit/workspace.html#edge_check", ctx)
 
 
 @login_required
@@ -303,5 +357,7 @@ def edge_delete(request, pk, edge_pk):
     try:
         services.edge_delete(edge=edge, user=request.user)
     except services.ServiceError as exc:
-        return respond(request, contract, membership, node=node, error=str(exc), status=422)
-    return respond(request, contract, membership, node=node)
+        return respond(
+            request, contract, membership, node=node, error=str(exc), status=422, light=True
+        )
+    return respond(request, contract, membership, node=node, light=True)

@@ -53,11 +53,24 @@
     $$(".tab").forEach((t) => t.classList.toggle("is-active", t.dataset.tab === tab));
     $$(".tab-panel").forEach((p) => { p.hidden = p.dataset.panel !== tab; });
   }
+  // The Queries tab is built on demand, and again after any change elsewhere, so its
+  // decisions and preview follow the contract as it is now.
+  let queriesStale = false;
+  function loadQueries() {
+    const panel = $("#ws-queries");
+    if (tab !== "queries" || !panel || !(panel.dataset.lazy || queriesStale)) return;
+    queriesStale = false;
+    htmx.ajax("GET", ws.dataset.queriesUrl, { target: "#ws-queries", swap: "outerHTML" });
+  }
+  document.body.addEventListener("htmx:afterRequest", (e) => {
+    const verb = (e.detail.requestConfig?.verb || "").toLowerCase();
+    if (verb === "post" && !e.detail.elt.closest?.("#ws-queries")) queriesStale = true;
+  });
   document.addEventListener("click", (e) => {
     const t = e.target.closest(".tab");
-    if (t) { tab = t.dataset.tab; applyTab(); }
+    if (t) { tab = t.dataset.tab; applyTab(); loadQueries(); }
   });
-  if (tab !== "audit") applyTab();
+  if (tab !== "audit") { applyTab(); loadQueries(); }
 
   // ---- after every swap: keep the selection, the tab and the URL in step
   document.body.addEventListener("htmx:afterSettle", (e) => {

@@ -48,10 +48,12 @@ def _slow(page):
     page.route("**/c/**", delay)
 
 
-def _settle(page):
-    page.wait_for_function("() => !document.querySelector('.htmx-request')")
-    page.wait_for_timeout(700)
-    page.wait_for_function("() => !document.querySelector('.htmx-request')")
+def _settle(page, posts):
+    """Wait for ``posts`` review POSTs (in total) and for the last answer to land."""
+    page.wait_for_function(f"() => window.__sent.length >= {posts}", timeout=30_000)
+    page.wait_for_function("() => !document.querySelector('.htmx-request')", timeout=30_000)
+    page.wait_for_timeout(300)
+    page.wait_for_function("() => !document.querySelector('.htmx-request')", timeout=30_000)
 
 
 def _statuses(contract):
@@ -65,7 +67,7 @@ def test_rapid_keys_under_latency_act_only_on_the_node_shown(live_server, page, 
     first = page.get_attribute("#ws-detail", "data-node")
     _slow(page)
     page.evaluate(TYPE, [["r", "j", "c"], 50])
-    _settle(page)
+    _settle(page, 2)
     sent = page.evaluate("window.__sent")
     assert len(sent) == 2 and all(node == shown for node, shown in sent)
     after = _statuses(draft)
@@ -78,13 +80,11 @@ def test_rapid_keys_under_latency_act_only_on_the_node_shown(live_server, page, 
 def test_p_c_three_times_confirms_three_nodes_with_and_without_latency(live_server, page, draft):  # noqa: F811
     _open(live_server, page, draft)
     page.evaluate(TYPE, [["p", "c", "p", "c", "p", "c"], 60])
-    _settle(page)
+    _settle(page, 3)
     assert list(_statuses(draft).values()).count("confirmed") == 3
     _slow(page)
     page.evaluate(TYPE, [["p", "c", "p", "c", "p", "c"], 60])
-    _settle(page)
-    page.wait_for_timeout(int(LATENCY * 6000))
-    _settle(page)
+    _settle(page, 6)
     assert list(_statuses(draft).values()).count("confirmed") == 6
     sent = page.evaluate("window.__sent")
     assert len(sent) == 6 and all(node == shown for node, shown in sent)
