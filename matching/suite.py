@@ -352,41 +352,58 @@ def extract_suite_zip(
         zf = zipfile.ZipFile(io.BytesIO(archive))
     except zipfile.BadZipFile:
         raise SuiteArchiveError("not a zip archive") from None
-    limit = max_unpacked
     with zf:
-        infos = [i for i in zf.infolist() if not i.is_dir()]
-        if len(infos) > SUITE_ARCHIVE_MAX_FILES:
-            raise SuiteArchiveError(f"the archive has more than {SUITE_ARCHIVE_MAX_FILES:,} files")
-        paths = [(_member_path(i), i) for i in infos]
-        roots = {p.parent for p, _ in paths if p.name == "cases.jsonl"}
-        if len(roots) != 1:
-            raise SuiteArchiveError(
-                "the archive must hold one suite: contracts/<id>.json and cases.jsonl"
-                " (FORMAT.md §7), at the top or in one folder"
-            )
-        root = roots.pop()
-        wanted = []
-        for p, info in paths:
-            rel = p.relative_to(root) if p.is_relative_to(root) else None
-            if rel is None:
-                continue
-            if rel == PurePosixPath("cases.jsonl") or (
-                len(rel.parts) == 2 and rel.parts[0] == "contracts" and rel.suffix == ".json"
-            ):
-                wanted.append((rel, info))
-        if not any(rel.parts[0] == "contracts" for rel, _ in wanted):
-            raise SuiteArchiveError("the archive has no contracts/<id>.json")
-        total = 0
+        wanted = _suite_members(zf)
         dest.mkdir(parents=True, exist_ok=True)
         (dest / "contracts").mkdir(exist_ok=True)
-        for rel, info in wanted:
-            if info.file_size > limit - total:
-                raise SuiteArchiveError(f"the archive unpacks to more than {limit:,} bytes")
-            target = dest.joinpath(*rel.parts)
-            with zf.open(info) as src, open(target, "wb") as out:
-                while chunk := src.read(1 << 20):
-                    total += len(chunk)
-                    if total > limit:
-                        raise SuiteArchiveError(f"the archive unpacks to more than {limit:,} bytes")
-                    out.write(chunk)
+        _unpack(zf, wanted, dest, max_unpacked)
     return dest
+
+
+def _suite_members(zf: zipfile.ZipFile) -> list[tuple[PurePosixPath, zipfile.ZipInfo]]:
+    """The suite files of the archive (``cases.jsonl`` and ``contracts/*.json`` under
+    the one folder that holds ``cases.jsonl``), each with its path in the suite."""
+    infos = [i for i in zf.infolist() if not i.is_dir()]
+    if len(infos) > SUITE_ARCHIVE_MAX_FILES:
+        raise SuiteArchiveError(f"the archive has more than {SUITE_ARCHIVE_MAX_FILES:,} files")
+    paths = [(_member_path(i), i) for i in infos]
+    roots = {p.parent for p, _ in paths if p.name == "cases.jsonl"}
+    if len(roots) != 1:
+        raise SuiteArchiveError(
+            "the archive must hold one suite: contracts/<id>.json and cases.jsonl"
+            " (FORMAT.md §7), at the top or in one folder"
+        )
+    root = roots.pop()
+    wanted = []
+    for p, info in paths:
+        rel = p.relative_to(root) if p.is_relative_to(root) else None
+        if rel is None:
+            continue
+        if rel == PurePosixPath("cases.jsonl") or (
+            len(rel.parts) == 2 and rel.parts[0] == "contracts" and rel.suffix == ".json"
+        ):
+            wanted.append((rel, info))
+    if not any(rel.parts[0] == "contracts" for rel, _ in wanted):
+        raise SuiteArchiveError("the archive has no contracts/<id>.json")
+    return wanted
+
+
+def _unpack(
+    zf: zipfile.ZipFile,
+    wanted: list[tuple[PurePosixPath, zipfile.ZipInfo]],
+    dest: Path,
+    limit: int,
+) -> None:
+    """Write the members, stopping as soon as the bytes written pass ``limit`` (the
+    sizes a zip declares can lie)."""
+    total = 0
+    for rel, info in wanted:
+        if info.file_size > limit - total:
+            raise SuiteArchiveError(f"the archive unpacks to more than {limit:,} bytes")
+        target = dest.joinpath(*rel.parts)
+        with zf.open(info) as src, open(target, "wb") as out:
+            while chunk := src.read(1 << 20):
+                total += len(chunk)
+                if total > limit:
+                    raise SuiteArchiveError(f"the archive unpacks to more than {limit:,} bytes")
+                out.write(chunk)

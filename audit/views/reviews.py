@@ -10,6 +10,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from .. import services
 from ..models import Node
@@ -18,7 +19,7 @@ from ..selectors import contracts as contract_reads
 from ..selectors import reviews as review_reads
 from ..selectors import workspace as ws
 from ..services.reviews import StaleReview, nodes_review
-from .common import is_htmx, workspace_url
+from .common import workspace_url
 from .workspace import header_context, panel_context
 
 
@@ -59,13 +60,13 @@ def _decide(request, contract, membership, *, action, refs, selected, advance):
         changed = nodes_review(contract=contract, user=request.user, action=action, nodes=refs)
     except services.ServiceError as exc:
         code = 409 if isinstance(exc, StaleReview) else 422
-        if not is_htmx(request):
+        if not request.htmx:
             messages.error(request, str(exc))
             return redirect(workspace_url(contract, selected))
         return _update(
             request, contract, membership, selected=selected, error=str(exc), status=code
         )
-    if not is_htmx(request):
+    if not request.htmx:
         return redirect(workspace_url(contract, selected))
     rows = contract_reads.load_contract_rows(contract)
     if advance and selected is not None:
@@ -77,6 +78,7 @@ def _decide(request, contract, membership, *, action, refs, selected, advance):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_POST
 def node_review(request, pk, node_pk):
     """Confirm or reject one node; ``version`` is the version on screen."""
@@ -99,6 +101,7 @@ def node_review(request, pk, node_pk):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_POST
 def nodes_review_many(request, pk):
     """Confirm, reject or undo every node listed (``node`` = ``pk:version``), e.g. the

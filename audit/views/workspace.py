@@ -7,12 +7,15 @@ history and header); called without JavaScript they redirect back to the workspa
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from matching.propose import suggest_id
 
@@ -30,7 +33,7 @@ from ..models import Edge, Node, NodeType, ReviewStatus, Span
 from ..permissions import EDIT, REVIEW, VIEW, contract_for, has_role
 from ..selectors import contracts as contract_reads
 from ..selectors import workspace as ws
-from .common import form_errors, is_htmx, workspace_url
+from .common import form_errors, workspace_url
 
 
 def panel_context(
@@ -70,32 +73,38 @@ def panel_context(
 def header_context(contract, membership, rows, audit):
     """The header (status, tally, actions) and the audit tab of ``rows``."""
     counts = ws.status_counts(rows)
-    node_pks = {n.node_id: n.pk for n in rows.nodes}
     writable = not contract.is_read_only and has_role(membership.role, EDIT)
     return {
         "audit": audit,
-        "findings": [
-            (kind, f, node_pks.get(f.node or ""))
-            for kind, group in (("error", audit.errors), ("warning", audit.warnings))
-            for f in group
-        ],
+        "findings": _findings(audit, rows),
         "coverage_pct": round(audit.coverage * 100, 1),
         "counts": counts,
         "run": ws.latest_proposal_run(contract),
         "versions": ws.contract_versions(contract),
         "can_review": has_role(membership.role, REVIEW),
         "can_mark_audited": ws.can_mark_audited(contract, audit, counts),
-        "details_form": ContractDetailsForm(
-            initial={
-                "title": contract.title,
-                "domain": contract.domain,
-                "media_type": contract.artifact.media_type,
-            },
-            current=contract.artifact.media_type,
-        )
-        if writable
-        else None,
+        "details_form": _details_form(contract) if writable else None,
     }
+
+
+def _details_form(contract) -> ContractDetailsForm:
+    artifact = contract.artifact
+    initial = {
+        "title": contract.title,
+        "domain": contract.domain,
+        "media_type": artifact.media_type,
+    }
+    return ContractDetailsForm(initial=initial, current=artifact.media_type)
+
+
+def _findings(audit, rows) -> list[tuple[str, Any, int | None]]:
+    """The audit's errors and warnings, each with the pk of the node it names."""
+    node_pks = {n.node_id: n.pk for n in rows.nodes}
+    return [
+        (kind, f, node_pks.get(f.node or ""))
+        for kind, group in (("error", audit.errors), ("warning", audit.warnings))
+        for f in group
+    ]
 
 
 def workspace_context(
@@ -147,7 +156,7 @@ def respond(
 ):
     """After a change: the updated workspace parts (htmx) or a redirect. ``light``: the
     change moved no span and no node (an edge): the outline and the text stay."""
-    if not is_htmx(request):
+    if not request.htmx:
         if error:
             messages.error(request, error)
         return redirect(workspace_url(contract, node))
@@ -172,11 +181,12 @@ def workspace(request, pk):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_GET
 def node_panel(request, pk, node_pk):
     contract, membership = contract_for(request.user, pk, VIEW)
     node = get_object_or_404(Node, pk=node_pk, contract=contract)
-    if not is_htmx(request):
+    if not request.htmx:
         return redirect(workspace_url(contract, node))
     rows = contract_reads.node_rows(contract, node)
     ctx = panel_context(contract, membership, rows, rows.by_pk[node.pk])
@@ -184,6 +194,7 @@ def node_panel(request, pk, node_pk):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 def node_edit(request, pk, node_pk):
     contract, membership = contract_for(request.user, pk, EDIT)
     node = get_object_or_404(Node, pk=node_pk, contract=contract)
@@ -213,7 +224,7 @@ def node_edit(request, pk, node_pk):
             request, contract, membership, node=node, status=422, panel="edit", form=form
         )
     form = NodeForm(initial=NodeForm.initial_for(node), contract=contract, node=node)
-    if not is_htmx(request):
+    if not request.htmx:
         return redirect(workspace_url(contract, node))
     rows = contract_reads.load_contract_rows(contract)
     ctx = panel_context(
@@ -223,6 +234,7 @@ def node_edit(request, pk, node_pk):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 def node_new(request, pk):
     """A new node evidenced by the selected text (GET: the form; POST: create)."""
     contract, membership = contract_for(request.user, pk, EDIT)
@@ -251,7 +263,7 @@ def node_new(request, pk):
             return respond(request, contract, membership, node=node)
         return respond(request, contract, membership, status=422, panel="new", form=form)
     span = SpanForm(request.GET)
-    if not span.is_valid() or not is_htmx(request):
+    if not span.is_valid() or not request.htmx:
         return redirect(workspace_url(contract))
     start, end = span.cleaned_data["start"], span.cleaned_data["end"]
     quote = contract.artifact.text[start:end]
@@ -273,6 +285,7 @@ def node_new(request, pk):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_POST
 def node_evidence(request, pk, node_pk):
     contract, membership = contract_for(request.user, pk, EDIT)
@@ -290,6 +303,7 @@ def node_evidence(request, pk, node_pk):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_POST
 def span_delete(request, pk, span_pk):
     contract, membership = contract_for(request.user, pk, EDIT)
@@ -308,6 +322,7 @@ def span_delete(request, pk, span_pk):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_POST
 def edge_create(request, pk, node_pk):
     contract, membership = contract_for(request.user, pk, EDIT)
@@ -328,6 +343,7 @@ def edge_create(request, pk, node_pk):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_GET
 def edge_check(request, pk, node_pk):
     """The sentence an edge would state, or why it cannot be added, before saving."""
@@ -347,6 +363,7 @@ def edge_check(request, pk, node_pk):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_POST
 def edge_delete(request, pk, edge_pk):
     contract, membership = contract_for(request.user, pk, EDIT)
