@@ -37,7 +37,7 @@ static/vendor/.installed: package.json
 
 run: install
 	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py load_demo
+	HOST=$(HOST) PORT=$(PORT) $(BIN)/python manage.py load_demo
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
 lint: install

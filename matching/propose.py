@@ -178,8 +178,23 @@ def _type_of(text: str) -> tuple[str, str | None]:
     return "action", None
 
 
+def suggest_type(text: str) -> str:
+    """The node type the cue words of ``text`` suggest, or ``"invariant"``.
+
+    >>> suggest_type("Never share the card number.")
+    'invariant'
+    >>> suggest_type("Verify the purchase belongs to the customer.")
+    'validation'
+    """
+    return _type_of(text)[0]
+
+
+_EMPHASIS = re.compile(r"\*\*|__|(?<![\w*])\*(?=\S)|(?<=\S)\*(?![\w*])|`")
+
+
 def _label(text: str) -> str:
-    label = " ".join(text.split()).rstrip(" .;:")
+    # Markdown emphasis marks are formatting of the artifact, not words of the label
+    label = " ".join(_EMPHASIS.sub("", text).split()).rstrip(" .;:")
     if len(label) > 90:
         cut = label[:90].rsplit(" ", 1)[0]
         label = cut.rstrip(" ,;:") + "…"

@@ -22,7 +22,7 @@ from typing import Any
 
 from .errors import ContractEvalError
 from .formats import OBSERVED, read_observed
-from .importers import detect_kind, render
+from .importers import ROLES, detect_kind, render
 
 # The values a caller may pass (the web app stores them as its own choices).
 INPUT_KINDS = ("observed", "text", "openai", "tau_bench")
@@ -169,6 +169,9 @@ def _recognise(kind: str, data: Any) -> tuple[str, Any]:
     return kind, data
 
 
+_ROLE_TAG = re.compile(r"\[(?:" + "|".join(ROLES) + r")\] ")
+
+
 def _json_or_none(text: str) -> Any:
     """The JSON of ``text`` if it opens like JSON, else None (pasted prose)."""
     stripped = text.strip()
@@ -177,6 +180,10 @@ def _json_or_none(text: str) -> Any:
     try:
         return json.loads(stripped)
     except json.JSONDecodeError as exc:
+        # A rendered trace (FORMAT.md §4) opens with a role tag such as "[user] ":
+        # that is text, not broken JSON.
+        if _ROLE_TAG.match(stripped):
+            return None
         # Text that opens like JSON is almost always a broken upload, not an agent's
         # answer: say so rather than evaluate it as prose.
         raise ContractEvalError(

@@ -11,7 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Max, Q
+from django.db.models import Count, F, Max, Q
 
 from ..models import Contract, Edge, Invariant, Node, Project, Query, ReviewStatus, Span
 
@@ -295,3 +295,17 @@ def edge_problem(contract: Contract, source: Node, target: Node, kind: str) -> s
                 f" before {source.node_id}"
             )
     return ""
+
+
+def enclosing_node(contract: Contract, start: int, end: int) -> Node | None:
+    """The node whose evidence holds ``[start, end)`` most tightly (a new node's likely
+    parent), or None."""
+    span = (
+        Span.objects.filter(node__contract=contract, start__lte=start, end__gte=end)
+        .exclude(node__review_status=ReviewStatus.REJECTED)
+        .annotate(length=F("end") - F("start"))
+        .order_by("length", "-pk")
+        .select_related("node")
+        .first()
+    )
+    return span.node if span else None

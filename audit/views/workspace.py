@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from matching.propose import suggest_id
+from matching.propose import suggest_id, suggest_type
 
 from .. import services
 from ..forms import (
@@ -267,6 +267,8 @@ def node_new(request, pk):
         return redirect(workspace_url(contract))
     start, end = span.cleaned_data["start"], span.cleaned_data["end"]
     quote = contract.artifact.text[start:end]
+    kind = suggest_type(quote)
+    enclosing = contract_reads.enclosing_node(contract, start, end)
     initial = {
         "start": start,
         "end": end,
@@ -274,13 +276,14 @@ def node_new(request, pk):
         "node_id": suggest_id(quote),
         "required": True,
         "combine": "all",
-        "type": "action",
-        "parent": request.GET.get("parent") or None,
+        "type": "action" if kind == "invariant" else kind,
+        "parent": request.GET.get("parent") or (enclosing.pk if enclosing else None),
     }
     form = NewNodeForm(initial=initial, contract=contract)
     rows = contract_reads.load_contract_rows(contract)
     ctx = panel_context(contract, membership, rows, None, panel="new", form=form)
     ctx["quote"] = quote
+    ctx["reads_as_invariant"] = kind == "invariant"
     return render(request, "audit/workspace.html#detail", ctx)
 
 
