@@ -7,9 +7,8 @@ again changes nothing: a contract already loaded with the same document is skipp
 
 from __future__ import annotations
 
-import os
-
 import json
+import os
 from pathlib import Path
 
 from django.conf import settings
