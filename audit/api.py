@@ -49,10 +49,10 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
     def get_queryset(self) -> QuerySet[Project]:
         if getattr(self, "swagger_fake_view", False):  # schema generation
             return Project.objects.none()
-        return Project.objects.filter(memberships__user=self.request.user).order_by("name")
+        return Project.objects.filter(memberships__user=self.request.user.pk).order_by("name")
 
     def get_serializer_context(self):
-        ctx = super().get_serializer_context()
+        ctx = dict(super().get_serializer_context())
         if self.request.user.is_authenticated:
             ctx["roles"] = roles_of(self.request.user)
         return ctx
@@ -69,7 +69,7 @@ class ContractViewSet(viewsets.ReadOnlyModelViewSet):
         if getattr(self, "swagger_fake_view", False):  # schema generation
             return Contract.objects.none()
         return (
-            Contract.objects.filter(project__memberships__user=self.request.user)
+            Contract.objects.filter(project__memberships__user=self.request.user.pk)
             .select_related("project")
             .prefetch_related("queries")
             .order_by("key", "-version")
@@ -110,7 +110,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         if getattr(self, "swagger_fake_view", False):  # schema generation
             return Query.objects.none()
         return Query.objects.filter(
-            contract__project__memberships__user=self.request.user
+            contract__project__memberships__user=self.request.user.pk
         ).order_by("contract_id", "position", "pk")
 
 
@@ -141,7 +141,7 @@ class RunViewSet(
     def get_queryset(self) -> QuerySet[Run]:
         if getattr(self, "swagger_fake_view", False):  # schema generation
             return Run.objects.none()
-        qs = Run.objects.filter(project__memberships__user=self.request.user).select_related(
+        qs = Run.objects.filter(project__memberships__user=self.request.user.pk).select_related(
             "project", "contract", "created_by"
         )
         if self.action == "list":
@@ -243,7 +243,7 @@ class BatchViewSet(
         if getattr(self, "swagger_fake_view", False):  # schema generation
             return Batch.objects.none()
         return (
-            Batch.objects.filter(project__memberships__user=self.request.user)
+            Batch.objects.filter(project__memberships__user=self.request.user.pk)
             .select_related("project")
             .defer("archive")
         )

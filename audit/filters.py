@@ -48,7 +48,8 @@ class InboxFilter(_RunTarget):
     def filter_reviewed(self, qs: QuerySet[Run], name: str, value: str) -> QuerySet[Run]:
         if value not in ("yes", "no"):
             return qs
-        return annotate_latest_verdict(qs).filter(has_verdict=value == "yes")
+        reviewed = {"has_verdict": value == "yes"}  # an annotation, not a field
+        return annotate_latest_verdict(qs).filter(**reviewed)
 
 
 class RunApiFilter(RunListFilter, InboxFilter):

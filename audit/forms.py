@@ -12,6 +12,14 @@ from .services.common import ServiceError, llm_config
 MAX_TRACE_BYTES = 10 * 1024 * 1024
 NO_LLM_SHORT = "no LLM endpoint configured"
 
+
+def _choice_field(form: forms.Form, name: str) -> forms.ChoiceField:
+    """A choice field of ``form``, whose choices depend on the form's arguments."""
+    field = form.fields[name]
+    assert isinstance(field, forms.ChoiceField)
+    return field
+
+
 id_validator = RegexValidator(
     ID_REGEX, "letters, digits and _ . : - only, starting with a letter or digit"
 )
@@ -26,7 +34,8 @@ class ImportForm(forms.Form):
     MAX_BYTES = 20 * 1024 * 1024
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         upload = data.get("file")
         if upload:
             if upload.size > self.MAX_BYTES:
@@ -44,7 +53,8 @@ class SpanForm(forms.Form):
     end = forms.IntegerField(min_value=1)
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         if "start" in data and "end" in data and data["start"] >= data["end"]:
             raise forms.ValidationError("a span must end after it starts")
         return data
@@ -159,7 +169,8 @@ class EdgeForm(forms.Form):
         return found
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         if data.get("relation"):
             data["direction"], data["kind"] = data["relation"].split(":", 1)
         elif not (data.get("direction") and data.get("kind")):
@@ -209,7 +220,7 @@ class QueryForm(forms.Form):
 
     def __init__(self, *args, intents=(), **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["intents"].choices = [(n.node_id, n.label) for n in intents]
+        _choice_field(self, "intents").choices = [(n.node_id, n.label) for n in intents]
 
     def branches(self) -> dict[str, str]:
         """The outcome chosen for each decision (fields named ``branch:<decision>``)."""
@@ -239,7 +250,10 @@ class ContractDetailsForm(forms.Form):
         super().__init__(*args, **kwargs)
         # a contract imported with another (or no) media type may keep it
         if current is not None and current not in dict(MEDIA_TYPES):
-            self.fields["media_type"].choices = [*MEDIA_TYPES, (current, current or "(none)")]
+            _choice_field(self, "media_type").choices = [
+                *MEDIA_TYPES,
+                (current, current or "(none)"),
+            ]
 
 
 class NewContractForm(ContractDetailsForm):
@@ -311,7 +325,8 @@ class NewContractForm(ContractDetailsForm):
         return text
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         text, upload = data.get("text", ""), data.get("file")
         if "file" in self.errors or "text" in self.errors:
             return data
@@ -385,10 +400,11 @@ class RunForm(forms.Form):
             ]
             if options:
                 groups.append((f"{c.display_title} v{c.version}", options))
-        self.fields["target"].choices = groups
+        _choice_field(self, "target").choices = groups
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         upload = data.get("file")
         if upload is not None:
             if upload.size > MAX_TRACE_BYTES:

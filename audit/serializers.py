@@ -34,8 +34,12 @@ class ProjectSerializer(serializers.ModelSerializer):
 
 
 class ContractSerializer(serializers.ModelSerializer):
-    project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    queries = serializers.SlugRelatedField(slug_field="query_id", many=True, read_only=True)
+    project: serializers.SlugRelatedField[Project] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
+    queries: serializers.SlugRelatedField[Query] = serializers.SlugRelatedField(
+        slug_field="query_id", many=True, read_only=True
+    )
     export_url = serializers.HyperlinkedIdentityField(view_name="api:contract-export")
 
     class Meta:
@@ -63,7 +67,9 @@ class ContractImportSerializer(serializers.Serializer):
 class QuerySerializer(serializers.ModelSerializer):
     id = serializers.IntegerField(source="pk", read_only=True)
     query = serializers.CharField(source="query_id")
-    contract = serializers.PrimaryKeyRelatedField(read_only=True)
+    contract: serializers.PrimaryKeyRelatedField[Contract] = serializers.PrimaryKeyRelatedField(
+        read_only=True
+    )
 
     class Meta:
         model = Query
@@ -71,14 +77,18 @@ class QuerySerializer(serializers.ModelSerializer):
 
 
 class RunSerializer(serializers.ModelSerializer):
-    project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    project: serializers.SlugRelatedField[Project] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
     contract_key = serializers.CharField(source="contract.key", read_only=True)
     contract_version = serializers.IntegerField(source="contract.version", read_only=True)
     query = serializers.CharField(source="query_key", read_only=True)
     model = serializers.CharField(source="model_name", read_only=True)
     families = serializers.ListField(child=serializers.CharField(), read_only=True)
     metrics = serializers.SerializerMethodField()
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
     url = serializers.HyperlinkedIdentityField(view_name="api:run-detail")
     report_url = serializers.HyperlinkedIdentityField(view_name="api:run-report")
 
@@ -150,7 +160,9 @@ class RunCreateSerializer(serializers.Serializer):
 
 
 class VerdictSerializer(serializers.ModelSerializer):
-    reviewer = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    reviewer: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
 
     class Meta:
         model = ReviewVerdict
@@ -159,7 +171,9 @@ class VerdictSerializer(serializers.ModelSerializer):
 
 
 class BatchSerializer(serializers.ModelSerializer):
-    project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    project: serializers.SlugRelatedField[Project] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
     evaluator = serializers.SerializerMethodField()
 
     def get_evaluator(self, obj: Batch) -> str:

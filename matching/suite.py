@@ -25,7 +25,7 @@ from typing import Any
 from .conditioning import Expected, condition
 from .errors import ContractEvalError
 from .evaluate import evaluate_detailed
-from .extract import reextract
+from .extractors import reextract
 from .formats import Case, Contract, dumps, read_case
 from .perturb import FAMILIES, perturb_case
 from .validate import load_contract
@@ -56,6 +56,20 @@ def load_suite(path: Path) -> Suite:
 
     A contract that fails its audit stops the load (every case depends on it); a case
     line that cannot be read is recorded as an error and counts as wrong when scored.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The suite folder.
+
+    Returns
+    -------
+    Suite
+
+    Raises
+    ------
+    ContractEvalError
+        When the folder has no contracts, or a contract fails its audit.
     """
     path = Path(path)
     cdir = path / "contracts"
@@ -63,6 +77,20 @@ def load_suite(path: Path) -> Suite:
         raise ContractEvalError(
             f"not a suite folder: {cdir} is missing", file=str(path), rule="suite"
         )
+    contracts = _load_contracts(cdir)
+    cases_file = path / "cases.jsonl"
+    if not cases_file.is_file():
+        raise ContractEvalError(
+            f"not a suite folder: {cases_file} is missing", file=str(path), rule="suite"
+        )
+    suite = Suite(contracts, [])
+    with cases_file.open(encoding="utf-8") as fh:
+        _read_cases(fh, str(cases_file), suite)
+    return suite
+
+
+def _load_contracts(cdir: Path) -> dict[str, Contract]:
+    """Every ``*.json`` of a suite's contracts folder, audited, by id."""
     contracts: dict[str, Contract] = {}
     for f in sorted(cdir.glob("*.json")):
         c = load_contract(f)
@@ -71,36 +99,33 @@ def load_suite(path: Path) -> Suite:
                 f"duplicate contract id {c.id!r}", file=str(f), path="$.id", rule="unique-id"
             )
         contracts[c.id] = c
-    cases_file = path / "cases.jsonl"
-    if not cases_file.is_file():
-        raise ContractEvalError(
-            f"not a suite folder: {cases_file} is missing", file=str(path), rule="suite"
-        )
-    suite = Suite(contracts, [])
+    return contracts
+
+
+def _read_cases(lines: Iterable[str], name: str, suite: Suite) -> None:
+    """Add the cases of ``cases.jsonl`` lines to ``suite``; unreadable ones become errors."""
     seen: set[str] = set()
-    with cases_file.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{cases_file}:{lineno}"
-            try:
-                case = read_case(line, file=where)
-                if case.id in seen:
-                    raise ContractEvalError(
-                        f"duplicate case id {case.id!r}", file=where, path="$.id", rule="unique-id"
-                    )
-                if case.contract not in contracts:
-                    raise ContractEvalError(
-                        f"unknown contract {case.contract!r}",
-                        file=where,
-                        path="$.contract",
-                        rule="unknown-id",
-                    )
-                seen.add(case.id)
-                suite.cases.append(case)
-            except ContractEvalError as exc:
-                suite.errors.append({"id": where, "error": str(exc)})
-    return suite
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{name}:{lineno}"
+        try:
+            case = read_case(line, file=where)
+            if case.id in seen:
+                raise ContractEvalError(
+                    f"duplicate case id {case.id!r}", file=where, path="$.id", rule="unique-id"
+                )
+            if case.contract not in suite.contracts:
+                raise ContractEvalError(
+                    f"unknown contract {case.contract!r}",
+                    file=where,
+                    path="$.contract",
+                    rule="unknown-id",
+                )
+            seen.add(case.id)
+            suite.cases.append(case)
+        except ContractEvalError as exc:
+            suite.errors.append({"id": where, "error": str(exc)})
 
 
 # --------------------------------------------------------------------------- perturb
@@ -113,7 +138,24 @@ def perturb_suite(
     seed: int = 0,
     progress: Progress | None = None,
 ) -> tuple[list[Case], dict[str, dict[str, int]]]:
-    """Every clean case followed by one perturbed case per applicable family."""
+    """Every clean case followed by one perturbed case per applicable family.
+
+    Parameters
+    ----------
+    suite : Suite
+    families : sequence of str
+        Which families, in the order to generate them (:data:`~matching.model.FAMILIES`).
+    seed : int
+    progress : callable, optional
+        Called with ``(clean cases done, clean cases)``.
+
+    Returns
+    -------
+    cases : list of Case
+        Ids ``<contract>/<query>/<family>-<n>``.
+    counts : dict
+        Family -> ``{"made": n, "skipped": n}``.
+    """
     out: list[Case] = []
     counts = {f: {"made": 0, "skipped": 0} for f in families}
     numbers: dict[tuple[str, str, str], int] = defaultdict(int)
@@ -143,6 +185,14 @@ def perturb_suite(
 
 
 def write_suite(path: Path, contracts: Iterable[Contract], cases: Iterable[Case]) -> None:
+    """Write a suite folder: ``contracts/<id>.json`` and ``cases.jsonl``.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+    contracts : iterable of Contract
+    cases : iterable of Case
+    """
     path = Path(path)
     (path / "contracts").mkdir(parents=True, exist_ok=True)
     for c in contracts:
@@ -187,7 +237,26 @@ def run_suite(
     jobs: int = 1,
     progress: Progress | None = None,
 ) -> list[CaseResult]:
-    """Evaluate every case; ``jobs`` > 1 forks worker processes."""
+    """Evaluate every case of a suite.
+
+    Parameters
+    ----------
+    suite : Suite
+    mode : {"token", "oracle"}
+    extractor : str
+        ``"none"`` to evaluate the cases' own observed graphs, else an extractor name
+        (:data:`~matching.extractors.EXTRACTORS`) to re-extract them from their text.
+    jobs : int
+        More than 1 forks that many worker processes.
+    progress : callable, optional
+        Called with ``(cases done, cases)``.
+
+    Returns
+    -------
+    list of CaseResult
+        One per case (an erroring case has verdict None and its error), then one per
+        unreadable case line.
+    """
     _STATE.update(suite=suite, mode=mode, extractor=extractor, cache={})
     n = len(suite.cases)
     results: list[CaseResult] = []
@@ -219,8 +288,21 @@ def _share(num: int, den: int) -> float | None:
 
 
 def score(results: Sequence[CaseResult], *, locations: bool = True) -> dict[str, Any]:
-    """The figures of ALGORITHMS.md §6. ``locations=False`` for evaluators that give a
-    family only (LLM judges): localisation is then null."""
+    """The figures of ALGORITHMS.md §6.
+
+    Parameters
+    ----------
+    results : sequence of CaseResult
+    locations : bool
+        False for evaluators that give a family only (LLM judges): localisation is
+        then null.
+
+    Returns
+    -------
+    dict
+        Detection accuracy, balanced detection accuracy, clean specificity,
+        localisation, per-family rows and the errored cases.
+    """
     total = len(results)
     correct = sum(1 for r in results if r.verdict is not None and (r.verdict == "clean") == r.clean)
     clean = [r for r in results if r.clean]
@@ -269,7 +351,16 @@ def _family_order(f: str) -> int:
 
 
 def format_table(scores: dict[str, Any]) -> str:
-    """The per-family table, plain text."""
+    """The per-family table of :func:`score`'s figures, as plain text.
+
+    Parameters
+    ----------
+    scores : dict
+
+    Returns
+    -------
+    str
+    """
 
     def cell(x: float | None) -> str:
         return "—" if x is None else f"{x:.3f}"

@@ -23,15 +23,13 @@ from typing import Any
 from .errors import ContractEvalError
 from .formats import OBSERVED, read_observed
 from .importers import ROLES, detect_kind, render
+from .trace import is_trace
 
 # The values a caller may pass (the web app stores them as its own choices).
 INPUT_KINDS = ("observed", "text", "openai", "tau_bench")
 MODES = ("oracle", "token")
 EXTRACTORS = ("none", "heuristic", "llm")
 SOURCE_KINDS = ("response", "trace")
-# A rendered trace opens its lines with the speaker in brackets; pasted text that does
-# is a trace, not a final response.
-_EVENT = re.compile(r"^\[(?:system|user|assistant|tool|result)\] ", re.MULTILINE)
 
 
 @dataclass
@@ -114,7 +112,7 @@ def _rendered(
         data = _parse_json(data)
     text = render(kind, data)
     if source_kind == "auto":
-        source_kind = "trace" if kind != "text" or _EVENT.search(text) else "response"
+        source_kind = "trace" if kind != "text" or is_trace(text) else "response"
     if source_kind not in SOURCE_KINDS:
         raise ContractEvalError(
             f"unknown source kind {source_kind!r}: expected response or trace", rule="source-kind"

@@ -18,21 +18,8 @@ MAX_FUNCTION_LINES = 60
 # while an entry is no longer needed).
 EXEMPT: frozenset[str] = frozenset(
     {
-        "matching/cli.py::build_parser",
-        "matching/conditioning.py::condition",
-        "matching/evaluate.py::evaluate_detailed",
-        "matching/formats.py",
         "matching/llm/client.py::_request",
         "matching/llm/proposer.py::add",
-        "matching/overlay.py::overlay_payload",
-        "matching/perturb.py",
-        "matching/propose.py::propose_heuristic",
-        "matching/synth.py",
-        "matching/synth.py::synth_contract",
-        "matching/synth.py::gold_steps",
-        "matching/synth.py::synth_execution",
-        "matching/synth.py::synth_graphs",
-        "matching/validate.py::_audit",
     }
 )
 

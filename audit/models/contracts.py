@@ -9,6 +9,7 @@ several rows live in ``audit/services/``; these classes keep single-row behaviou
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -316,6 +317,9 @@ class AuditRecord(models.Model):
     object_id = models.CharField(max_length=128, blank=True, default="")
     before = models.JSONField(null=True, blank=True)
     after = models.JSONField(null=True, blank=True)
+    # Set on the records the history page shows (audit.selectors.workspace.history).
+    verb: str
+    changes: list[tuple[str, Any, Any]]
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     objects = AuditRecordQuerySet.as_manager()

@@ -45,7 +45,7 @@ def load_contract_rows(contract: Contract) -> ContractRows:
     ).order_by("position", "pk"):
         if s.node_id is not None:
             spans[s.node_id].append(s)
-        else:
+        elif s.invariant_id is not None:
             invariant_spans[s.invariant_id].append(s)
     invariants = list(Invariant.objects.filter(contract=contract).order_by("position", "pk"))
     applies_to: dict[int, list[int]] = defaultdict(list)
@@ -169,7 +169,7 @@ def node_snapshot(node: Node) -> dict[str, Any]:
         "required": node.required,
         "explicit": node.explicit,
         "combine": node.combine,
-        "parent": node.parent.node_id if node.parent_id else None,
+        "parent": node.parent.node_id if node.parent is not None else None,
         "meta": node.meta,
         "evidence": [[s.start, s.end] for s in node.spans.all()],
         "review_status": node.review_status,
@@ -272,7 +272,8 @@ def ordering_path(contract: Contract, start: Node, goal: Node) -> list[str] | No
         frontier = nxt
     if goal.pk not in came:
         return None
-    path, at = [], goal.pk
+    path: list[int] = []
+    at: int | None = goal.pk
     while at is not None:
         path.append(at)
         at = came[at]

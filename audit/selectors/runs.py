@@ -98,7 +98,7 @@ def next_unreviewed(run: Run) -> Run | None:
     """The newest other inbox run of ``run``'s project that has no verdict yet."""
     return (
         inbox(run.project)
-        .filter(has_verdict=False)
+        .filter(verdicts__isnull=True)
         .exclude(pk=run.pk)
         .order_by("-created_at", "-pk")
         .first()

@@ -10,7 +10,7 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
@@ -153,6 +153,7 @@ def batch_create(
             created_by=actor(user),
         )
         enqueue.batch_on_commit(batch.pk)
+    logger.info("batch %s created: %s, %s cases", batch.pk, label, total)
     return batch
 
 
@@ -160,7 +161,8 @@ class _WatchedClient:
     """The judge's LLM client, counting answers and failures as they happen."""
 
     def __init__(self, client: LLMClient) -> None:
-        self.client, self.answers, self.failures = client, 0, []
+        self.client, self.answers = client, 0
+        self.failures: list[LLMError] = []
 
     def complete_json(self, **kwargs: Any) -> Any:
         try:
@@ -190,7 +192,10 @@ def _judge(batch: Batch, suite, progress, config: LLMConfig):
         progress(done, total)
 
     try:
-        results, verdicts = judge_suite(suite, batch.judge, watched, progress=watch)
+        # the watcher stands in for the client: it has the one method the judges call
+        results, verdicts = judge_suite(
+            suite, batch.judge, cast(LLMClient, watched), progress=watch
+        )
     finally:
         batch.llm_usage = add_usage(batch.llm_usage, client.usage())
     return score(results, locations=False), verdicts, client

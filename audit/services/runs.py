@@ -23,7 +23,7 @@ from django.utils import timezone
 from matching.conditioning import condition
 from matching.errors import ContractEvalError
 from matching.evaluate import evaluate_detailed
-from matching.extract import reextract
+from matching.extractors import reextract
 from matching.formats import observed_from_data
 from matching.llm.client import LLMClient, LLMError
 from matching.llm.config import LLMConfig
@@ -146,6 +146,9 @@ def _store_new_run(run: Run) -> tuple[Run, bool]:
             enqueue.run_on_commit(run.pk)
     except IntegrityError:
         return Run.objects.get(input_hash=run.input_hash), False
+    logger.info(
+        "run %s created: %s v%s %s", run.pk, run.contract.key, run.contract.version, run.query_key
+    )
     return run, True
 
 
