@@ -789,7 +789,7 @@
     this.traceMarks = renderSpans(this.traceBox, p.trace.text || "", traceSpans, (owner) => this.selectOwner(owner));
     let outputBlock = null;
     if (p.trace.output !== null && p.trace.output !== undefined) {
-      outputBlock = h("div", { class: "ce-output" }, [h("div", { class: "ce-output-h", text: "Final output" }), h("pre", { class: "ce-output-body", text: p.trace.output })]);
+      outputBlock = h("div", { class: "ce-output" }, [h("div", { class: "ce-output-h", text: "Final output" }), h("pre", { class: "ce-output-body", tabindex: "0", text: p.trace.output })]);
     }
     const right = h("section", { class: "ce-right" }, [
       h("div", { class: "ce-panel" }, [

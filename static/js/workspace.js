@@ -50,7 +50,10 @@
 
   // ---- tabs of the side panel
   function applyTab() {
-    $$(".tab").forEach((t) => t.classList.toggle("is-active", t.dataset.tab === tab));
+    $$(".tab").forEach((t) => {
+      t.classList.toggle("is-active", t.dataset.tab === tab);
+      t.setAttribute("aria-selected", String(t.dataset.tab === tab));
+    });
     $$(".tab-panel").forEach((p) => { p.hidden = p.dataset.panel !== tab; });
   }
   // The Queries tab is built on demand, and again after any change elsewhere, so its
