@@ -27,6 +27,7 @@ from ..models import (
     Span,
 )
 from ..selectors.contracts import contract_document
+from .adjudication import after_audited, before_audited
 from .common import ServiceError, editable, record
 from .proposals import PROPOSERS, contract_request_proposals
 
@@ -384,7 +385,8 @@ def contract_submit_for_review(*, contract: Contract, user) -> Contract:
 
 
 def contract_mark_audited(*, contract: Contract, user) -> Contract:
-    """Mark audited: only with no audit errors and no node left *proposed*."""
+    """Mark audited: only with no audit errors, no node left *proposed*, no open comment
+    and, for a double-annotated contract, after adjudication."""
     editable(contract)
     with transaction.atomic():
         contract = (
@@ -392,6 +394,7 @@ def contract_mark_audited(*, contract: Contract, user) -> Contract:
             .select_related("artifact")
             .get(pk=contract.pk)
         )
+        before_audited(contract)
         proposed = contract.nodes.filter(review_status=ReviewStatus.PROPOSED).count()
         if proposed:
             raise ServiceError(f"{proposed} node(s) are still proposed: confirm or reject them")
@@ -403,6 +406,7 @@ def contract_mark_audited(*, contract: Contract, user) -> Contract:
         before = contract.status
         contract.status = ContractStatus.AUDITED
         contract.save(update_fields=["status", "updated_at"])
+        after_audited(contract)
         record(
             contract, user, "status", "contract", contract.key, before=before, after=contract.status
         )

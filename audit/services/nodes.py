@@ -9,11 +9,13 @@ from django.db import IntegrityError, transaction
 
 from ..models import Contract, Invariant, Node, ReviewStatus, Span
 from ..selectors.contracts import invariant_snapshot, node_snapshot
+from .adjudication import guard_shared_nodes
 from .common import ServiceError, check_span, editable, next_position, record, touch
 
 
 def _review(node: Node, user, status: str, action: str) -> Node:
     editable(node.contract)
+    guard_shared_nodes(node.contract, user)
     with transaction.atomic():
         before = node_snapshot(node)
         node.review_status = status
@@ -55,6 +57,7 @@ def _would_cycle(node: Node, parent: Node | None) -> bool:
 def node_update(*, node: Node, user, data: Mapping[str, Any], expected_version: int) -> Node:
     """Edit a node's fields (``data``: the cleaned form). Marks it *edited*."""
     editable(node.contract)
+    guard_shared_nodes(node.contract, user)
     with transaction.atomic():
         node = (
             Node.objects.select_for_update(of=("self",))
@@ -133,6 +136,7 @@ def node_create(*, contract: Contract, user, data: Mapping[str, Any], start: int
 
 def node_add_evidence(*, node: Node, user, start: int, end: int) -> Span:
     editable(node.contract)
+    guard_shared_nodes(node.contract, user)
     start, end = check_span(node.contract, start, end)
     with transaction.atomic():
         before = node_snapshot(node)
