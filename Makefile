@@ -1,5 +1,6 @@
-# Two entry points: `make run` (the app with demo data on SQLite, tasks in-process)
-# and `make test` (everything the tests need, then all of them).
+# Entry points: `make run` (the app with demo data on SQLite and a Celery worker on a
+# broker in a SQLite file: no servers needed), `make test` (everything the tests need,
+# then all of them) and `make serve` (gunicorn + Celery on PostgreSQL and Redis).
 SHELL := /bin/bash
 # Django 6 needs Python >= 3.12; the machine's default python3 is 3.11, so find 3.12
 # (pyenv keeps it beside the default, where `python3.12` alone may not resolve).
@@ -11,8 +12,14 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 
 POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/contracteval
+# `make serve` and the load test: PostgreSQL and Redis as this kind of machine runs them.
+SERVE_DATABASE_URL ?= $(POSTGRES_URL)
+SERVE_BROKER_URL ?= redis://127.0.0.1:6379/0
+# Processes see the venv's gunicorn, celery and python first (honcho runs them in a shell).
+VENV_PATH := PATH=$(CURDIR)/$(BIN):$$PATH
 
-.PHONY: run test test-postgres install install-dev static lint bench results suite clean-venv
+.PHONY: run serve test test-postgres install install-dev static lint bench bench-batch loadtest \
+	seed-runs results suite clean-venv
 
 $(BIN)/python:
 	@test -n "$(PYTHON)" || { echo "Python >= 3.12 not found (set PYTHON=...)"; exit 1; }
@@ -36,9 +43,24 @@ static/vendor/.installed: package.json
 	touch $@
 
 run: install
+	@mkdir -p var
 	$(BIN)/python manage.py migrate --noinput
 	HOST=$(HOST) PORT=$(PORT) $(BIN)/python manage.py load_demo
-	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+	@echo "ContractEval at http://$(HOST):$(PORT)/ (web server + Celery worker; Ctrl-C stops both)"
+	@# Without CELERY_BROKER_URL the broker is var/celery-broker.sqlite3 (the settings' default).
+	@HOST=$(HOST) PORT=$(PORT) $(VENV_PATH) $(BIN)/honcho -f deploy/Procfile.local -d . start
+
+# Production-style: gunicorn (2 x cores + 1 workers), a Celery worker and beat on
+# DATABASE_URL and CELERY_BROKER_URL (default: this machine's PostgreSQL and Redis).
+serve: install
+	@mkdir -p var
+	@export DATABASE_URL="$${DATABASE_URL:-$(SERVE_DATABASE_URL)}" \
+		CELERY_BROKER_URL="$${CELERY_BROKER_URL:-$(SERVE_BROKER_URL)}" HOST=$(HOST) PORT=$(PORT) && \
+	$(BIN)/python deploy/ensure_database.py && \
+	$(BIN)/python manage.py migrate --noinput && \
+	$(BIN)/python manage.py collectstatic --noinput -v0 && \
+	echo "ContractEval at http://$(HOST):$(PORT)/ (gunicorn + Celery worker + beat)" && \
+	$(VENV_PATH) exec $(BIN)/honcho -f deploy/Procfile -d . start
 
 # mypy checks matching/, audit/ and the settings ([tool.mypy] in pyproject.toml), the
 # Django code with the django-stubs and DRF plugins.
@@ -56,6 +78,28 @@ test-postgres: install
 
 bench: install
 	$(BIN)/contracteval bench
+
+# The batch throughput benchmark: the fixture suite through the API with 1, 2 and 4
+# worker processes on PostgreSQL and Redis (docs/benchmarks.md).
+BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/contracteval_bench
+bench-batch: install
+	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/batch_throughput.py
+
+# The load test: 100,000 runs seeded into BENCH_DATABASE_URL, then `make serve` and
+# locust headless (20 users; LOADTEST_TIME=60s). Figures in docs/benchmarks.md.
+LOADTEST_USERS ?= 20
+LOADTEST_TIME ?= 60s
+SEED_RUNS ?= 100000
+$(VENV)/.bench: pyproject.toml | $(VENV)/.installed
+	$(BIN)/pip install -q -e '.[bench]'
+	touch $@
+
+seed-runs: install
+	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/seed_runs.py --runs $(SEED_RUNS)
+
+loadtest: install $(VENV)/.bench
+	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/loadtest.py \
+		--users $(LOADTEST_USERS) --time $(LOADTEST_TIME) --runs $(SEED_RUNS)
 
 suite: install
 	$(BIN)/python -m fixtures.authoring.build

@@ -23,11 +23,19 @@ def enqueue_run(run_id: int) -> None:
 
 
 def enqueue_batch(batch_id: int) -> None:
-    """Send suite batch ``batch_id`` to the workers (in-process when eager)."""
+    """Send suite batch ``batch_id`` to the workers (in-process when eager): its task
+    sends one task per chunk, to the queue it came from."""
     from .tasks import execute_batch
 
     execute_batch.delay(batch_id)
     logger.info("queued batch %s", batch_id)
+
+
+def enqueue_chunk(chunk_id: int) -> None:
+    """Send one batch chunk to the workers again (the sweep of stale chunks)."""
+    from .tasks import execute_chunk
+
+    execute_chunk.delay(chunk_id)
 
 
 def enqueue_proposals(run_id: int) -> None:

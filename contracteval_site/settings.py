@@ -1,11 +1,16 @@
 """Settings for the ContractEval audit workspace.
 
 One module, driven by environment variables with safe defaults, so that a fresh clone
-runs with no servers at all (SQLite, Celery tasks in-process):
+runs with no servers at all (SQLite, and a Celery broker in a SQLite file):
 
 - ``DATABASE_URL``: ``sqlite:///relative/or/absolute.sqlite3`` (default
   ``sqlite:///db.sqlite3``) or ``postgres://user:password@host:port/name``.
-- ``CELERY_BROKER_URL``: e.g. ``redis://127.0.0.1:6379/0``; absent means tasks run eagerly.
+- ``CELERY_BROKER_URL``: e.g. ``redis://127.0.0.1:6379/0``; absent means kombu's
+  SQLAlchemy transport on ``var/celery-broker.sqlite3`` (one machine, no server). Tasks
+  always go through a broker to a worker; only the tests run them in-process.
+- ``CELERY_TASK_SOFT_TIME_LIMIT`` / ``CELERY_TASK_TIME_LIMIT`` (seconds, default 300 /
+  360), ``CELERY_VISIBILITY_TIMEOUT`` (default 3600), ``JOB_STALE_AFTER`` (default 420):
+  see docs/operations.md.
 - ``SECRET_KEY``: absent means a random key kept in ``var/secret_key`` (never a fixed one).
 - ``DEBUG``: ``1``/``true``/``yes``/``on`` to enable; off by default. Every boolean,
   number and URL is checked when the app starts: a value that cannot be read (``DEBUG=
@@ -186,6 +191,14 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": _database(env.str("DATABASE_URL", default="sqlite:///db.sqlite3"))}
+if DATABASES["default"]["ENGINE"].endswith("postgresql"):
+    # Seconds a process keeps its connection (0: one per request). Behind pgbouncer in
+    # transaction mode keep 0 and set DB_DISABLE_SERVER_SIDE_CURSORS=1 (docs/deploy.md).
+    DATABASES["default"]["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=0)
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env.bool(
+        "DB_DISABLE_SERVER_SIDE_CURSORS", default=False
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -254,14 +267,43 @@ if not DEBUG and env.bool("HTTPS", default=False):
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
 
-# Celery: a broker URL switches to a real worker; without one, tasks run in-process.
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
-CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+# Celery: every job (runs, batch chunks, proposals) goes through the broker to a worker;
+# a web request only queues it. Without CELERY_BROKER_URL the broker is a SQLite file,
+# so `make run` has a real worker and nothing to install. The tests run tasks in-process
+# (tests/conftest.py sets task_always_eager on the app).
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or (
+    f"sqla+sqlite:///{VAR_DIR / 'celery-broker.sqlite3'}"
+)
+CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TASK_EAGER_PROPAGATES = True
-if not CELERY_BROKER_URL:
-    CELERY_BROKER_URL = "memory://localhost/"
+CELERY_TASK_IGNORE_RESULT = True  # results live on the rows; no result backend
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Every task: SoftTimeLimitExceeded after the soft limit (the row fails with a reason),
+# the process killed after the hard one (on_failure marks the row failed).
+CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=300)
+CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=360)
+# Redis (and SQS) redeliver a message that was taken but not acknowledged after this
+# many seconds: a worker killed mid-task loses nothing. It must exceed the hard time
+# limit plus the longest retry countdown (60 s), or a slow task would run twice (a
+# chunk stored twice still counts once, but the work is wasted).
+CELERY_VISIBILITY_TIMEOUT = env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)
+# (The SQLite broker passes its options to SQLAlchemy's create_engine, which refuses
+# these; it deletes a message when a worker takes it, so there is no timeout to set.)
+CELERY_BROKER_TRANSPORT_OPTIONS = (
+    {}
+    if CELERY_BROKER_URL.startswith("sqla+")
+    else {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
+)
+# A RUNNING run or batch chunk whose heartbeat is older than this is stale (its worker
+# died or hung): the sweep below queues it again, or fails it after MAX_ATTEMPTS.
+JOB_STALE_AFTER = env.int("JOB_STALE_AFTER", default=CELERY_TASK_TIME_LIMIT + 60)
+JOB_MAX_ATTEMPTS = env.int("JOB_MAX_ATTEMPTS", default=3)
+# Cases per batch chunk: one chunk is one task, and what a killed worker can lose.
+BATCH_CHUNK_CASES = env.int("BATCH_CHUNK_CASES", default=200)
+CELERY_BEAT_SCHEDULE = {
+    "sweep-stale-jobs": {"task": "audit.tasks.sweep_stale_jobs", "schedule": 60.0},
+}
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

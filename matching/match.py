@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from .conditioning import Expected
 from .formats import Observed, ObservedNode
@@ -187,6 +186,8 @@ def _oracle(expected: Expected, kept: list[ObservedNode]) -> Alignment:
 
 
 def _token(expected: Expected, kept: list[ObservedNode], text: str) -> Alignment:
+    from scipy.optimize import linear_sum_assignment  # ~0.3 s: not at web start
+
     c = expected.contract
     by_id = c.by_id
     rows = expected.nodes

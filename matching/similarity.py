@@ -24,7 +24,6 @@ from pathlib import Path
 
 import numpy as np
 import snowballstemmer
-from scipy import sparse
 
 from .trace import strip_tag
 
@@ -124,6 +123,8 @@ def similarity_matrix(rows: Sequence[frozenset[str]], cols: Sequence[frozenset[s
         cd[np.repeat(np.arange(m), np.diff(cp)), ci] = 1.0
         inter = rd @ cd.T
     else:
+        from scipy import sparse  # ~0.1 s to import: only for large problems
+
         r = sparse.csr_matrix((np.ones(len(ri)), ri, rp), shape=(n, v))
         c = sparse.csr_matrix((np.ones(len(ci)), ci, cp), shape=(m, v))
         inter = (r @ c.T).toarray()

@@ -1,6 +1,7 @@
 """The audit workspace's data, one module per concern: projects and memberships,
 contracts and their parts, runs, verdicts and batches, team work. Import models from here."""
 
+from .chunks import BatchChunk
 from .contracts import (
     ID_REGEX,
     Artifact,
@@ -63,6 +64,7 @@ __all__ = [
     "AuditRecord",
     "AuditRecordQuerySet",
     "Batch",
+    "BatchChunk",
     "BatchSource",
     "Combine",
     "Contract",

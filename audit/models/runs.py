@@ -122,7 +122,15 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-pk"]
-        indexes = [models.Index(fields=["project", "status", "verdict"], name="run_inbox")]
+        # The runs list, the inbox and the API read a project's newest runs first: these
+        # serve the filter and the order, so a page reads 50 rows, not the project.
+        indexes = [
+            models.Index(fields=["project", "-created_at", "-id"], name="run_project_recent"),
+            models.Index(
+                fields=["project", "status", "verdict", "-created_at", "-id"], name="run_inbox"
+            ),
+            models.Index(fields=["status", "started_at"], name="run_stale"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(status__in=RunStatus.values), name="run_status_valid"
@@ -211,6 +219,8 @@ class Batch(models.Model):
     llm_model = models.CharField("LLM model", max_length=200, blank=True, default="")
     llm_usage = models.JSONField(null=True, blank=True)
     verdicts = models.JSONField(null=True, blank=True, help_text="a judge's verdict per case")
+    # The suite's contract documents, audited on upload, so a chunk reads no archive.
+    contracts = models.JSONField(default=dict, blank=True, editable=False)
     attempts = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+from django.core.cache import cache
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
 from ..models import FAMILY_FIELDS, Contract, ContractStatus, Project, ReviewVerdict, Run, RunStatus
@@ -41,12 +42,25 @@ def inbox(project: Project) -> QuerySet[Run]:
 
 
 def inbox_choices(project: Project) -> dict[str, list[str]]:
-    """The values the inbox filters offer."""
+    """The values the inbox filters offer (kept a minute: each is a scan of the inbox)."""
+    choices = cache.get_or_set(
+        f"inbox-choices-{project.pk}", lambda: _inbox_choices(project), timeout=60
+    )
+    return cast(dict[str, list[str]], choices)
+
+
+def _inbox_choices(project: Project) -> dict[str, list[str]]:
     base = Run.objects.filter(project=project, status=RunStatus.DONE, verdict="non_clean")
+
+    # The database picks the distinct values: fetching one row per run into Python
+    # cost ~100 ms of CPU per inbox page at 100,000 runs.
+    def distinct(field: str) -> list[str]:
+        return sorted(base.order_by().values_list(field, flat=True).distinct())
+
     return {
-        "contract": sorted(set(base.values_list("contract__key", flat=True))),
-        "query": sorted(set(base.values_list("query_key", flat=True))),
-        "model": sorted({m for m in base.values_list("model_name", flat=True) if m}),
+        "contract": distinct("contract__key"),
+        "query": distinct("query_key"),
+        "model": [m for m in distinct("model_name") if m],
         "family": list(FAMILY_FIELDS),
     }
 

@@ -1,31 +1,48 @@
 """Suite batches: every case of the fixture suite or an uploaded suite archive, scored
-by the engine or by an LLM judge baseline (the Celery task calls :func:`batch_execute`)."""
+by the engine or by an LLM judge baseline.
+
+The upload is checked and its contracts audited once, here; its case lines are cut
+into chunks (:mod:`.chunks`), one task each, so any number of workers share a batch.
+Progress is the sum of the chunks'; the chunk that finishes last scores the batch
+(:func:`batch_finalize`). :func:`batch_execute` runs every chunk in this process
+(the tests, where tasks run eagerly)."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import tempfile
-import time
-import warnings
-from collections.abc import Callable
+from collections import Counter
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import transaction
+from django.db.models import F, Sum, Value
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from matching.errors import ContractEvalError
-from matching.llm.client import LLMClient, LLMError, usage_of
 from matching.llm.config import LLMConfig
-from matching.llm.judge import JUDGES, judge_suite
-from matching.suite import load_suite, run_suite, score
+from matching.llm.judge import JUDGES
+from matching.suite import CaseResult, score
 from matching.suite_archive import SuiteArchiveError, extract_suite_zip
+from matching.validate import load_contract
 
 from .. import enqueue
-from ..models import Batch, BatchSource, ExtractorName, JudgeKind, Project, RunMode, RunStatus
-from .common import LLMRetry, ServiceError, actor, add_usage, llm_config
+from ..models import (
+    Batch,
+    BatchChunk,
+    BatchSource,
+    ExtractorName,
+    JudgeKind,
+    Project,
+    RunMode,
+    RunStatus,
+)
+from .chunks import case_results, chunk_execute, chunk_rows
+from .common import ServiceError, actor, add_usage, llm_config
 
 logger = logging.getLogger(__name__)
 
@@ -34,9 +51,6 @@ NO_LLM_FOR_JUDGES = (
     "no LLM endpoint configured (set CONTRACTEVAL_LLM_API_KEY or OPENAI_API_KEY): the LLM"
     " judge baselines need one, and there is no offline judge"
 )
-# A judge batch whose first cases all fail at the endpoint stops there (the endpoint is
-# down or refuses us): the batch fails, or is retried when the failures were transient.
-JUDGE_ABORT_AFTER = 3
 
 
 def fixture_suite_dir() -> Path:
@@ -59,15 +73,37 @@ def unpack_suite(archive: bytes, dest: Path) -> Path:
         raise ServiceError(str(exc)) from None
 
 
-def _check_suite(folder: Path) -> int:
-    """Load (and audit) a suite folder; the number of cases, or the engine's message."""
+def _read_suite(folder: Path) -> tuple[dict[str, Any], list[list[Any]]]:
+    """The audited contract documents and the case lines of a suite folder.
+
+    Contracts are read and audited here, once (a bad one refuses the upload); case
+    lines are only split, and each chunk reads its own: ``[line number, text, None]``,
+    or ``[line number, None, why]`` for a line that is not UTF-8.
+    """
+    cdir, cases_file = folder / "contracts", folder / "cases.jsonl"
+    if not cdir.is_dir() or not cases_file.is_file():
+        raise ServiceError(f"not a suite folder: {cdir.name}/ or {cases_file.name} is missing")
+    contracts: dict[str, Any] = {}
     try:
-        suite = load_suite(folder)
+        for f in sorted(cdir.glob("*.json")):
+            c = load_contract(f, file=f.name)
+            if c.id in contracts:
+                raise ServiceError(f"{f.name}: duplicate contract id {c.id!r}")
+            contracts[c.id] = json.loads(f.read_bytes())
     except ContractEvalError as exc:
         raise ServiceError(str(exc)) from exc
-    if not suite.cases and not suite.errors:
+    lines: list[list[Any]] = []
+    for lineno, raw in enumerate(cases_file.read_bytes().splitlines(), 1):
+        try:
+            text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            lines.append([lineno, None, f"cases.jsonl:{lineno}: not UTF-8 ({exc.reason})"])
+            continue
+        if text.strip():
+            lines.append([lineno, text, None])
+    if not lines:
         raise ServiceError("the suite has no cases")
-    return len(suite.cases) + len(suite.errors)
+    return contracts, lines
 
 
 def _check_options(mode: str, extractor: str) -> None:
@@ -132,11 +168,11 @@ def batch_create(
         folder = fixture_suite_dir()
         if not (folder / "cases.jsonl").is_file():
             raise ServiceError("no fixture suite here (fixtures/suite or fixtures/clean)")
-        total = _check_suite(folder)
+        contracts, lines = _read_suite(folder)
         source, label, digest = BatchSource.FIXTURES, f"fixtures/{folder.name}", ""
     else:
         with tempfile.TemporaryDirectory(prefix="ce-suite-") as tmp:
-            total = _check_suite(unpack_suite(archive, Path(tmp) / "suite"))
+            contracts, lines = _read_suite(unpack_suite(archive, Path(tmp) / "suite"))
         source, label = BatchSource.UPLOAD, (name or "uploaded suite")[:300]
         digest = hashlib.sha256(archive).hexdigest()
     with transaction.atomic():
@@ -149,193 +185,140 @@ def batch_create(
             mode=mode,
             extractor=extractor,
             judge=judge,
-            llm_model=config.model if config is not None else "",
-            total=total,
+            llm_model=_llm_model(config, extractor),
+            total=len(lines),
+            contracts=contracts,
             created_by=actor(user),
         )
+        chunks = chunk_rows(lines)
+        for chunk in chunks:
+            chunk.batch = batch
+        BatchChunk.objects.bulk_create(chunks)
         enqueue.batch_on_commit(batch.pk)
-    logger.info("batch %s created: %s, %s cases", batch.pk, label, total)
+    logger.info("batch %s created: %s, %s cases", batch.pk, label, len(lines))
     return batch
 
 
-class _WatchedClient:
-    """The judge's LLM client, counting answers and failures as they happen."""
-
-    def __init__(self, client: LLMClient) -> None:
-        self.client, self.answers = client, 0
-        self.failures: list[LLMError] = []
-
-    def complete_json(self, **kwargs: Any) -> Any:
-        try:
-            out = self.client.complete_json(**kwargs)
-        except LLMError as exc:
-            self.failures.append(exc)
-            raise
-        self.answers += 1
-        return out
-
-
-def _judge(batch: Batch, suite, progress, config: LLMConfig):
-    """Run ``batch.judge`` over ``suite``: ``(scores, verdicts, client)``.
-
-    Per-case LLM failures count as wrong and are listed (``scores["errors"]``), as
-    ``judge_suite`` reports them; but when the first cases all fail at the endpoint,
-    the last :class:`LLMError` is raised (the endpoint is down or refuses us).
-    """
-    client = LLMClient(config)
-    watched = _WatchedClient(client)
-    n = len(suite.cases)
-    give_up = min(JUDGE_ABORT_AFTER, n)
-
-    def watch(done: int, total: int) -> None:
-        if watched.answers == 0 and len(watched.failures) >= give_up:
-            raise watched.failures[-1]
-        progress(done, total)
-
-    try:
-        # the watcher stands in for the client: it has the one method the judges call
-        results, verdicts = judge_suite(
-            suite, batch.judge, cast(LLMClient, watched), progress=watch
-        )
-    finally:
-        batch.llm_usage = add_usage(batch.llm_usage, client.usage())
-    return score(results, locations=False), verdicts, client
-
-
-def batch_execute(*, batch_id: int, final_attempt: bool = True) -> Batch:
-    """Run every case of a queued batch, saving progress (throttled) and the scores.
-
-    A judge batch (``batch.judge``) runs the LLM judge instead of the engine and
-    records the model and the usage; when its endpoint fails transiently it raises
-    :class:`LLMRetry` with the batch queued again, unless ``final_attempt``: then the
-    batch fails with the reason.
-    """
-    batch = _claim(batch_id)
-    if batch.status != RunStatus.RUNNING:
-        return batch  # finished already: the task ran twice
-    retry: LLMRetry | None = None
-    t0 = time.perf_counter()
-    try:
-        scores, verdicts, caught = _score_suite(batch)
-    except (OperationalError, InterfaceError):
-        raise
-    except LLMError as exc:
-        where = LLMConfig.from_env().describe()
-        if exc.transient and not final_attempt:
-            batch.status, batch.error = RunStatus.QUEUED, ""
-            retry = LLMRetry(exc.reason)
-        else:
-            logger.warning(
-                "batch %s failed at the LLM endpoint %s: %s", batch.pk, where, exc.reason
-            )
-            batch.status, batch.error = RunStatus.FAILED, f"{where}: {exc.reason}"
-    except (ContractEvalError, ServiceError, ValueError) as exc:
-        batch.status, batch.error = RunStatus.FAILED, str(exc)
-    except Exception as exc:  # noqa: BLE001 - any engine crash is shown on the batch
-        logger.exception("batch %s failed with an internal error", batch.pk)
-        batch.status, batch.error = RunStatus.FAILED, f"internal error: {type(exc).__name__}: {exc}"
-    else:
-        _keep_scores(batch, scores, verdicts, caught, time.perf_counter() - t0)
-    batch.seconds = round(time.perf_counter() - t0, 3)
-    batch.finished_at = None if retry is not None else timezone.now()
-    batch.save(update_fields=OUTCOME_FIELDS)
-    if retry is not None:
-        raise retry
-    return batch
-
-
-OUTCOME_FIELDS = [
-    "status",
-    "error",
-    "warnings",
-    "scores",
-    "done",
-    "total",
-    "seconds",
-    "finished_at",
-    "llm_model",
-    "llm_usage",
-    "verdicts",
+# What storing a finished chunk writes (never its case lines again).
+CHUNK_RESULT_FIELDS = [
+    *("status", "done", "results", "verdicts", "warnings", "llm_usage", "error", "seconds")
 ]
 
 
-def _claim(batch_id: int) -> Batch:
-    """The batch, marked running for this attempt (unchanged when it is finished)."""
+def _llm_model(judge_config: LLMConfig | None, extractor: str) -> str:
+    """The model a batch calls: its judge's, or the LLM extractor's; "" for none."""
+    if judge_config is not None:
+        return judge_config.model
+    return llm_config().model if extractor == ExtractorName.LLM else ""
+
+
+def batch_pending_chunks(*, batch_id: int) -> list[int]:
+    """The chunks of a batch still to run, in order (what the fan-out task sends)."""
+    return list(
+        BatchChunk.objects.filter(batch_id=batch_id)
+        .exclude(status__in=[RunStatus.DONE, RunStatus.FAILED])
+        .values_list("pk", flat=True)
+    )
+
+
+def batch_execute(*, batch_id: int, final_attempt: bool = True) -> Batch:
+    """Run every unfinished chunk of a batch here, in order, then score it.
+
+    For the tests (tasks run in-process) and for a batch whose chunk tasks were lost.
+    A transient LLM failure raises :class:`LLMRetry` with the remaining chunks queued.
+    """
+    for chunk_id in batch_pending_chunks(batch_id=batch_id):
+        chunk_execute(chunk_id=chunk_id, final_attempt=final_attempt)
+    return batch_finalize(batch_id=batch_id)
+
+
+def chunk_progress(chunk: BatchChunk, done: int) -> None:
+    """Store a chunk's progress and its heartbeat; the batch's ``done`` is their sum.
+
+    Both only move forward: a chunk run again after its worker died does not take
+    back what the first run reported.
+    """
+    BatchChunk.objects.filter(pk=chunk.pk).update(
+        done=Greatest(F("done"), Value(done)), heartbeat=timezone.now()
+    )
+    total = BatchChunk.objects.filter(batch_id=chunk.batch_id).aggregate(s=Sum("done"))["s"] or 0
+    Batch.objects.filter(pk=chunk.batch_id, done__lt=total).update(done=total)
+
+
+def chunk_store(chunk: BatchChunk) -> tuple[BatchChunk, bool]:
+    """Store a finished chunk once; ``(chunk, every chunk of the batch is finished)``.
+
+    The batch row is locked first, so two chunks finishing together (or the same chunk
+    delivered twice) are stored one after the other; a chunk already stored is kept.
+    """
     with transaction.atomic():
-        batch = Batch.objects.select_for_update(of=("self",)).get(pk=batch_id)
-        if batch.is_finished:
-            return batch
-        batch.status, batch.started_at, batch.done = RunStatus.RUNNING, timezone.now(), 0
-        batch.attempts += 1
-        batch.save(update_fields=["status", "started_at", "done", "attempts"])
-    return batch
+        Batch.objects.select_for_update().only("pk").get(pk=chunk.batch_id)
+        stored = BatchChunk.objects.select_for_update().get(pk=chunk.pk)
+        if stored.is_finished:
+            return stored, False
+        chunk.heartbeat = timezone.now()
+        chunk.save(update_fields=[*CHUNK_RESULT_FIELDS, "heartbeat"])
+        if chunk.status == RunStatus.DONE:
+            chunk_progress(chunk, chunk.total)
+        left = BatchChunk.objects.filter(batch_id=chunk.batch_id).exclude(
+            status__in=[RunStatus.DONE, RunStatus.FAILED]
+        )
+        return chunk, not left.exists()
 
 
-def _progress_saver(batch: Batch) -> Callable[[int, int], None]:
-    """A progress callback that stores ``done`` at most every PROGRESS_EVERY_SECONDS."""
-    last = [0.0]
-
-    def progress(done: int, total: int) -> None:
-        now = time.monotonic()
-        if now - last[0] >= PROGRESS_EVERY_SECONDS or done >= total:
-            last[0] = now
-            Batch.objects.filter(pk=batch.pk).update(done=min(done, batch.total), total=total)
-
-    return progress
-
-
-def _score_suite(batch: Batch) -> tuple[dict[str, Any], Any, list[str]]:
-    """Run the batch's suite: ``(scores, judge verdicts or None, engine warnings)``."""
-    progress = _progress_saver(batch)
-    with tempfile.TemporaryDirectory(prefix="ce-batch-") as tmp:
-        if batch.source == BatchSource.UPLOAD:
-            folder = unpack_suite(bytes(batch.archive or b""), Path(tmp) / "suite")
-        else:
-            folder = fixture_suite_dir()
-        suite = load_suite(folder)
-        total = len(suite.cases) + len(suite.errors)
-        Batch.objects.filter(pk=batch.pk).update(total=total)
-        batch.total = total
-        if batch.judge:
-            config = _check_judge(batch.judge)  # the key may have gone since
-            assert config is not None  # a judge batch has a judge
-            batch.llm_model = config.model
-            scores, verdicts, _ = _judge(batch, suite, progress, config)
-            return scores, verdicts, []
-        client = _extractor_client(batch.extractor)
-        first = len(client.calls) if client is not None else 0
-        with warnings.catch_warnings(record=True) as seen:
-            warnings.simplefilter("always")
-            results = run_suite(
-                suite, mode=batch.mode, extractor=batch.extractor, progress=progress
-            )
-        if client is not None:  # the LLM extractor's calls are the batch's usage
-            batch.llm_model = client.model
-            batch.llm_usage = add_usage(batch.llm_usage, usage_of(client.calls[first:]))
-        return score(results), None, sorted({str(w.message) for w in seen})
+def _dedupe(results: list[CaseResult]) -> list[CaseResult]:
+    """A case id seen before (in any chunk) is an error, as ``load_suite`` has it."""
+    seen: Counter[str] = Counter()
+    out = []
+    for r in results:
+        seen[r.id] += 1
+        if seen[r.id] > 1 and r.verdict is not None:
+            r = CaseResult(r.id, r.clean, r.family, r.location, None, [], "duplicate case id")
+        out.append(r)
+    return out
 
 
-def _extractor_client(extractor: str) -> LLMClient | None:
-    """The shared client the LLM extractor of ``run_suite`` calls through, if any."""
-    if extractor != ExtractorName.LLM:
-        return None
-    config = llm_config()
-    return LLMClient.shared(config) if config.configured else None
-
-
-def _keep_scores(
-    batch: Batch, scores: dict[str, Any], verdicts: Any, caught: list[str], seconds: float
-) -> None:
-    batch.status, batch.warnings = RunStatus.DONE, caught
-    batch.scores = {
-        **scores,
-        "mode": batch.mode,
-        "extractor": batch.extractor,
-        "seconds": round(seconds, 3),
-    }
+def _scores(batch: Batch, chunks: list[BatchChunk]) -> None:
+    """Score the stored chunks into ``batch`` (status DONE)."""
+    results = _dedupe([r for c in chunks for r in case_results(c)])
+    scores = score(results, locations=not batch.judge)
+    batch.status, batch.error = RunStatus.DONE, ""
+    batch.warnings = sorted({w for c in chunks for w in c.warnings})
+    batch.scores = {**scores, "mode": batch.mode, "extractor": batch.extractor}
     if batch.judge or batch.llm_usage:
         batch.scores.update(model=batch.llm_model, llm=batch.llm_usage)
     if batch.judge:
+        batch.verdicts = [v for c in chunks for v in c.verdicts or []]
         batch.scores["judge"] = batch.judge
-        batch.verdicts = verdicts
     batch.done = batch.total = scores["cases"]
+
+
+def batch_finalize(*, batch_id: int) -> Batch:
+    """Score a batch whose chunks are all finished (idempotent; else unchanged).
+
+    A failed chunk fails the batch with its reason; otherwise the per-case results of
+    every chunk, in order, give the ALGORITHMS.md §6 scores.
+    """
+    with transaction.atomic():
+        batch = Batch.objects.select_for_update().get(pk=batch_id)
+        chunks = list(batch.chunks.order_by("index"))
+        if batch.is_finished or not all(c.is_finished for c in chunks):
+            return batch
+        for c in chunks:
+            batch.llm_usage = add_usage(batch.llm_usage, c.llm_usage or {})
+        # tries of the most-tried chunk: what "attempts" meant for a one-task batch
+        batch.attempts = max((c.attempts for c in chunks), default=0)
+        failed = [c for c in chunks if c.status == RunStatus.FAILED]
+        if failed:
+            first = failed[0]
+            batch.status, batch.error = RunStatus.FAILED, first.error
+            logger.warning("batch %s failed in chunk %s: %s", batch.pk, first.index, first.error)
+        else:
+            _scores(batch, chunks)
+        batch.finished_at = timezone.now()
+        started = batch.started_at or batch.finished_at
+        batch.seconds = round((batch.finished_at - started).total_seconds(), 3)
+        if batch.scores is not None:
+            batch.scores["seconds"] = batch.seconds
+        batch.save()
+    return batch

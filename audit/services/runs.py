@@ -314,11 +314,21 @@ def run_execute(*, run_id: int, final_attempt: bool = True) -> Run:
 
 
 def run_retry(*, run: Run, user) -> Run:
-    """Queue a failed run again (its inputs are unchanged, so it stays the same run)."""
-    if run.status != RunStatus.FAILED:
-        raise ServiceError("only a failed run can be retried")
+    """Queue a failed run again (its inputs are unchanged, so it stays the same run).
+
+    A run stuck RUNNING longer than ``JOB_STALE_AFTER`` (its worker died) can be
+    retried too; a run running normally cannot, so it is never evaluated twice at once.
+    """
+    from .jobs import run_is_stale
+
+    if run.status != RunStatus.FAILED and not run_is_stale(run):
+        raise ServiceError("only a failed run, or one stuck running, can be retried")
     with transaction.atomic():
-        Run.objects.filter(pk=run.pk).update(status=RunStatus.QUEUED, error="", finished_at=None)
+        updated = Run.objects.filter(pk=run.pk, status=run.status).update(
+            status=RunStatus.QUEUED, error="", finished_at=None
+        )
+        if not updated:
+            raise ServiceError("the run changed meanwhile: reload the page")
         AuditRecord.objects.create(
             contract=run.contract,
             user=actor(user),

@@ -42,3 +42,31 @@ def poll(request: HtmxHttpRequest, obj: Any, detail: str, partial: str, ctx: dic
     if obj.is_finished:
         return HttpResponseClientRedirect(url, status=204)  # nothing to swap
     return render(request, partial, ctx)
+
+
+class LimitFirstPage:
+    """One page of a list read as ``LIMIT size + 1 OFFSET …``, never ``COUNT(*)``.
+
+    With an index serving the filter and the order, a page costs its own rows, however
+    many the project holds (a count reads them all); the extra row says whether an
+    older page exists. Iterates like a Django ``Page``.
+    """
+
+    def __init__(self, qs: Any, number: Any, size: int = 50) -> None:
+        try:
+            self.number = max(1, int(number or 1))
+        except (TypeError, ValueError):
+            self.number = 1
+        start = (self.number - 1) * size
+        rows = list(qs[start : start + size + 1])
+        self.object_list = rows[:size]
+        self.has_next = len(rows) > size
+        self.has_previous = self.number > 1
+        self.next_page_number = self.number + 1
+        self.previous_page_number = self.number - 1
+
+    def __iter__(self):
+        return iter(self.object_list)
+
+    def __len__(self) -> int:
+        return len(self.object_list)

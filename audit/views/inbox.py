@@ -6,7 +6,6 @@ import json
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -15,7 +14,7 @@ from ..filters import InboxFilter, filter_values
 from ..permissions import RUN, project_for
 from ..selectors import exports
 from ..selectors import runs as run_reads
-from .common import attachment
+from .common import LimitFirstPage, attachment
 from .runs import FAMILY_NAMES
 
 
@@ -25,7 +24,7 @@ def inbox(request, slug):
     project, membership = project_for(request.user, slug, RUN)
     qs = InboxFilter(request.GET, queryset=run_reads.inbox(project)).qs
     params = filter_values(InboxFilter, request.GET)
-    page = Paginator(qs, 50).get_page(request.GET.get("page"))
+    page = LimitFirstPage(qs, request.GET.get("page"))
     query = urlencode({k: v for k, v in params.items() if v})
     return render(
         request,

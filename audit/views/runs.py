@@ -7,7 +7,6 @@ import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -21,7 +20,8 @@ from ..models import METRIC_FIELDS, RunStatus
 from ..permissions import RUN, VERDICT, has_role, project_for, run_for
 from ..selectors import exports
 from ..selectors import runs as run_reads
-from .common import attachment, poll
+from ..services.jobs import run_is_stale
+from .common import LimitFirstPage, attachment, poll
 
 METRIC_NAMES = {
     "required_recall": "Required recall",
@@ -48,7 +48,7 @@ def _runs_context(project, membership, request, form=None, error=""):
     runs = project.runs.select_related("contract").defer("observed", "overlay", "report")
     qs = RunListFilter(request.GET, queryset=runs).qs
     params = filter_values(RunListFilter, request.GET)
-    page = Paginator(qs, 50).get_page(request.GET.get("page"))
+    page = LimitFirstPage(qs, request.GET.get("page"))
     return {
         "project": project,
         "membership": membership,
@@ -128,6 +128,7 @@ def _run_context(run, membership, verdict_form=None, verdict_error=""):
         "project": run.project,
         "membership": membership,
         "run": run,
+        "stale": run_is_stale(run),
         "report": report,
         "failures": [
             {**f, "index": i, "name": FAMILY_NAMES.get(f["family"], f["family"])}

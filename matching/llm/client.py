@@ -41,10 +41,12 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
-import openai
+
+if TYPE_CHECKING:  # the SDK takes ~0.3 s to import: loaded when a client is built
+    import openai
 
 from .answer import Check, parse_answer
 from .config import RESPONSE_FORMATS, LLMConfig
@@ -129,6 +131,8 @@ class LLMClient:
                 "no LLM endpoint configured: set CONTRACTEVAL_LLM_API_KEY or OPENAI_API_KEY",
                 kind="config",
             )
+        import openai
+
         self.config = config
         self.calls: list[CallRecord] = []
         self.response_format = config.response_format

@@ -33,7 +33,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from ..conditioning import condition
 from ..errors import ContractEvalError
@@ -138,6 +137,8 @@ class DeclaredRow:
 
 def pair_nodes(proposed: Sequence[dict[str, Any]], contract: Contract) -> dict[str, str]:
     """audited id → proposed id, by one assignment on token sim (≥ 0.35 kept)."""
+    from scipy.optimize import linear_sum_assignment  # ~0.3 s: only when pairing
+
     audited = contract.nodes
     if not audited or not proposed:
         return {}

@@ -19,11 +19,12 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
 import tenacity
-from openai.types.chat import ChatCompletion
+
+if TYPE_CHECKING:  # the SDK takes ~0.3 s to import: loaded on the first request
+    import openai
 
 from .config import LLMConfig
 from .errors import LLMError, short
@@ -164,6 +165,8 @@ class Transport:
 
     def _once(self, purpose: str, request: dict[str, Any], attempt: int, deadline: float) -> str:
         """One HTTP request; records it; the message text or an exception."""
+        import openai
+
         remaining = deadline - self.clock()
         if remaining <= 0:
             raise _Transient("timed_out", "no time left for another request")
@@ -198,6 +201,8 @@ class Transport:
         return self._message(purpose, attempt, started, raw.parse())
 
     def _message(self, purpose: str, attempt: int, started: float, resp: Any) -> str:
+        from openai.types.chat import ChatCompletion
+
         latency = round(time.perf_counter() - started, 4)
         if not isinstance(resp, ChatCompletion) or not resp.choices:
             self._fail(purpose, attempt, started, "not a chat completion")

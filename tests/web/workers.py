@@ -46,17 +46,21 @@ def new_queue() -> str:
     return f"contracteval-test-{uuid.uuid4().hex[:8]}"
 
 
-def start_worker(queue: str) -> subprocess.Popen:
-    """Start a solo-pool worker consuming only ``queue``."""
+def start_worker(
+    queue: str, *, name: str = "", env: dict[str, str] | None = None
+) -> subprocess.Popen:
+    """Start a solo-pool worker consuming only ``queue`` (``env`` adds settings)."""
     env = os.environ | {
         "DATABASE_URL": database_url(),
         "CELERY_BROKER_URL": REDIS_URL,
         "DJANGO_SETTINGS_MODULE": "contracteval_site.settings",
+        **(env or {}),
     }
     command = [
         sys.executable, "-m", "celery", "-A", "contracteval_site", "worker",
         "--pool=solo", "--loglevel=INFO", "-Q", queue,
-        "--without-heartbeat", "--without-gossip", "--without-mingle", "-n", f"{queue}@%h",
+        "--without-heartbeat", "--without-gossip", "--without-mingle",
+        "-n", f"{name or queue}@%h",
     ]  # fmt: skip
     return subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -84,3 +88,25 @@ def wait_for(obj, proc: subprocess.Popen, seconds: float, seen: list[int] | None
         if obj.status in ("done", "failed"):
             return
         time.sleep(0.1)
+
+
+def repeated_suite_zip(folder: Path, copies: int) -> tuple[bytes, int]:
+    """A suite zip of ``folder``'s contracts and its cases repeated ``copies`` times, each
+    copy's case ids suffixed (``…/copy-2``) so every case is distinct; ``(zip, cases)``."""
+    import io
+    import json
+    import zipfile
+
+    lines = [x for x in (folder / "cases.jsonl").read_text(encoding="utf-8").splitlines() if x]
+    out = []
+    for k in range(copies):
+        for line in lines:
+            case = json.loads(line)
+            case["id"] = f"{case['id']}/copy-{k + 1}" if k else case["id"]
+            out.append(json.dumps(case, ensure_ascii=False))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted((folder / "contracts").glob("*.json")):
+            zf.write(path, f"contracts/{path.name}")
+        zf.writestr("cases.jsonl", "\n".join(out) + "\n")
+    return buf.getvalue(), len(out)

@@ -1,0 +1,224 @@
+"""One chunk of a suite batch: its cases read, evaluated (engine or LLM judge), stored once.
+
+A batch is cut into chunks of ``BATCH_CHUNK_CASES`` cases when it is created; each
+chunk is one task that any worker can take. The suite's contracts are audited once (on
+upload) and kept on the batch; a chunk reads only its own case lines. Storing a chunk
+locks its batch, finds it already done if another delivery got there first, and the
+chunk that finishes last computes the batch's scores (:func:`batches.batch_finalize`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from typing import Any, cast
+
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.db import InterfaceError, OperationalError, transaction
+from django.utils import timezone
+
+from matching.errors import ContractEvalError
+from matching.formats import read_case
+from matching.llm.client import LLMClient, LLMError, usage_of
+from matching.llm.config import LLMConfig
+from matching.llm.judge import judge_suite
+from matching.suite import CaseResult, Suite, run_suite
+from matching.validate import load_contract
+
+from ..models import Batch, BatchChunk, ExtractorName, RunStatus
+from .common import LLMRetry, ServiceError, add_usage, llm_config
+
+logger = logging.getLogger(__name__)
+
+# A judge chunk whose first cases all fail at the endpoint stops there (the endpoint is
+# down or refuses us): the chunk fails, or is retried when the failures were transient.
+JUDGE_ABORT_AFTER = 3
+# Contracts loaded (and audited) by this worker process, by batch and id: a worker
+# takes many chunks of the same batch.
+_CONTRACTS: dict[tuple[int, str], Any] = {}
+
+
+def chunk_rows(lines: list[list[Any]]) -> list[BatchChunk]:
+    """Unsaved chunks of ``BATCH_CHUNK_CASES`` case lines each, in order."""
+    size = max(1, settings.BATCH_CHUNK_CASES)
+    parts = [lines[i : i + size] for i in range(0, len(lines), size)]
+    return [BatchChunk(index=k, cases=part, total=len(part)) for k, part in enumerate(parts)]
+
+
+def _contract(batch: Batch, key: str):
+    if (batch.pk, key) not in _CONTRACTS:
+        if len(_CONTRACTS) > 256:
+            _CONTRACTS.clear()
+        _CONTRACTS[(batch.pk, key)] = load_contract(batch.contracts[key], file=f"{key}.json")
+    return _CONTRACTS[(batch.pk, key)]
+
+
+def chunk_suite(batch: Batch, chunk: BatchChunk) -> Suite:
+    """The chunk's cases as a :class:`Suite`; unreadable lines are its ``errors``."""
+    suite = Suite({}, [])
+    for lineno, text, error in chunk.cases:
+        where = f"cases.jsonl:{lineno}"
+        if text is None:
+            suite.errors.append({"id": where, "error": error})
+            continue
+        try:
+            case = read_case(text, file=where)
+            if case.contract not in batch.contracts:
+                raise ContractEvalError(
+                    f"unknown contract {case.contract!r}",
+                    file=where,
+                    path="$.contract",
+                    rule="unknown-id",
+                )
+            suite.contracts[case.contract] = _contract(batch, case.contract)
+            suite.cases.append(case)
+        except ContractEvalError as exc:
+            suite.errors.append({"id": where, "error": str(exc)})
+    return suite
+
+
+class _WatchedClient:
+    """The judge's LLM client, counting answers and failures as they happen."""
+
+    def __init__(self, client: LLMClient) -> None:
+        self.client, self.answers = client, 0
+        self.failures: list[LLMError] = []
+
+    def complete_json(self, **kwargs: Any) -> Any:
+        try:
+            out = self.client.complete_json(**kwargs)
+        except LLMError as exc:
+            self.failures.append(exc)
+            raise
+        self.answers += 1
+        return out
+
+
+def _judge(batch: Batch, chunk: BatchChunk, suite: Suite, progress) -> tuple[list, list]:
+    """Run ``batch.judge`` over the chunk: ``(results, verdicts)``; usage on ``chunk``.
+
+    Per-case LLM failures count as wrong, as ``judge_suite`` reports them; but when the
+    first cases all fail at the endpoint, the last :class:`LLMError` is raised.
+    """
+    config = llm_config()
+    if not config.configured:  # the key went away after the batch was queued
+        from .batches import NO_LLM_FOR_JUDGES
+
+        raise ServiceError(NO_LLM_FOR_JUDGES)
+    client = LLMClient(config)
+    watched = _WatchedClient(client)
+    give_up = min(JUDGE_ABORT_AFTER, len(suite.cases))
+
+    def watch(done: int, total: int) -> None:
+        if watched.answers == 0 and len(watched.failures) >= give_up:
+            raise watched.failures[-1]
+        progress(done, total)
+
+    try:
+        # the watcher stands in for the client: it has the one method the judges call
+        return judge_suite(suite, batch.judge, cast(LLMClient, watched), progress=watch)
+    finally:
+        chunk.llm_usage = add_usage(chunk.llm_usage, client.usage())
+
+
+def _evaluate(batch: Batch, chunk: BatchChunk, progress) -> None:
+    """Evaluate the chunk's cases into ``chunk.results`` (and verdicts, warnings)."""
+    suite = chunk_suite(batch, chunk)
+    if batch.judge:
+        results, chunk.verdicts = _judge(batch, chunk, suite, progress)
+    else:
+        client = _extractor_client(batch.extractor)
+        first = len(client.calls) if client is not None else 0
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            results = run_suite(
+                suite, mode=batch.mode, extractor=batch.extractor, progress=progress
+            )
+        chunk.warnings = sorted({str(w.message) for w in seen})
+        if client is not None:  # the LLM extractor's calls are the chunk's usage
+            chunk.llm_usage = add_usage(chunk.llm_usage, usage_of(client.calls[first:]))
+    chunk.results = [
+        [r.id, r.clean, r.family, r.location, r.verdict, r.failures, r.error] for r in results
+    ]
+
+
+def _extractor_client(extractor: str) -> LLMClient | None:
+    """The shared client the LLM extractor of ``run_suite`` calls through, if any."""
+    if extractor != ExtractorName.LLM:
+        return None
+    config = llm_config()
+    return LLMClient.shared(config) if config.configured else None
+
+
+def case_results(chunk: BatchChunk) -> list[CaseResult]:
+    """The stored results of a chunk, as the engine's :class:`CaseResult` rows."""
+    return [
+        CaseResult(i, clean, fam, loc, verdict, [tuple(f) for f in fails], error)
+        for i, clean, fam, loc, verdict, fails, error in chunk.results or []
+    ]
+
+
+def _start(chunk_id: int) -> tuple[BatchChunk | None, Batch]:
+    """Mark the chunk running (None when it, or its batch, is already finished)."""
+    with transaction.atomic():
+        chunk = BatchChunk.objects.select_for_update().get(pk=chunk_id)
+        batch = Batch.objects.defer("archive").get(pk=chunk.batch_id)
+        if chunk.is_finished or batch.is_finished:
+            return None, batch
+        now = timezone.now()
+        chunk.status, chunk.heartbeat, chunk.error = RunStatus.RUNNING, now, ""
+        chunk.attempts += 1
+        chunk.save(update_fields=["status", "heartbeat", "error", "attempts"])
+        Batch.objects.filter(pk=batch.pk, status=RunStatus.QUEUED).update(
+            status=RunStatus.RUNNING, started_at=now
+        )
+    return chunk, batch
+
+
+def chunk_execute(*, chunk_id: int, final_attempt: bool = True) -> tuple[BatchChunk, bool]:
+    """Evaluate a queued chunk and store it once; ``(chunk, batch now complete)``.
+
+    A transient LLM failure of a judge raises :class:`LLMRetry` with the chunk queued
+    again, unless ``final_attempt``: then the chunk (and so the batch) fails.
+    """
+    from . import batches
+
+    chunk, batch = _start(chunk_id)
+    if chunk is None:
+        return BatchChunk.objects.get(pk=chunk_id), False
+    last = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= batches.PROGRESS_EVERY_SECONDS or done >= total:
+            last[0] = now
+            batches.chunk_progress(chunk, done)
+
+    t0 = time.perf_counter()
+    try:
+        _evaluate(batch, chunk, progress)
+    except (OperationalError, InterfaceError):
+        raise  # transient: the task retries
+    except LLMError as exc:
+        where = LLMConfig.from_env().describe()
+        if exc.transient and not final_attempt:
+            BatchChunk.objects.filter(pk=chunk.pk).update(
+                status=RunStatus.QUEUED, llm_usage=chunk.llm_usage
+            )
+            raise LLMRetry(exc.reason) from exc
+        logger.warning("batch %s chunk %s failed at %s: %s", batch.pk, chunk.index, where, exc)
+        chunk.status, chunk.error = RunStatus.FAILED, f"{where}: {exc.reason}"
+    except SoftTimeLimitExceeded:
+        limit = settings.CELERY_TASK_SOFT_TIME_LIMIT
+        chunk.status, chunk.error = RunStatus.FAILED, f"took longer than the {limit} s time limit"
+    except (ContractEvalError, ServiceError, ValueError) as exc:
+        chunk.status, chunk.error = RunStatus.FAILED, str(exc)
+    except Exception as exc:  # noqa: BLE001 - any engine crash is shown on the batch
+        logger.exception("batch %s chunk %s failed with an internal error", batch.pk, chunk.index)
+        chunk.status, chunk.error = RunStatus.FAILED, f"internal error: {type(exc).__name__}: {exc}"
+    else:
+        chunk.status, chunk.done = RunStatus.DONE, chunk.total
+    chunk.seconds = round(time.perf_counter() - t0, 3)
+    return batches.chunk_store(chunk)

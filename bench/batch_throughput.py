@@ -1,0 +1,198 @@
+"""``make bench-batch``: suite batches through the API with 1, 2 and 4 worker processes.
+
+For each process count, one Celery worker (``--concurrency N``, prefork) starts on a
+private Redis queue and ``DATABASE_URL`` (PostgreSQL); the fixture suite (1,400 cases,
+token mode) is posted to ``POST /api/batches/`` as the reviewer, and the time from the
+POST to the batch's "done" is measured (the worker is already up and idle). Then, with
+``--kill``, a 16,800-case batch (the suite twelve times, ids made distinct) runs on two
+processes; when a third of it is done the worker is SIGKILLed and restarted, and the
+script checks that every case is counted once.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/contracteval_bench \\
+        python bench/batch_throughput.py [--processes 1 2 4] [--kill] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contracteval_site.settings")
+BROKER = os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/12")
+
+
+def start_worker(queue: str, processes: int, visibility: int = 30) -> subprocess.Popen:
+    env = os.environ | {
+        "CELERY_BROKER_URL": BROKER,
+        "CELERY_VISIBILITY_TIMEOUT": str(visibility),
+        "LOG_LEVEL": "WARNING",
+    }
+    command = [
+        sys.executable, "-m", "celery", "-A", "contracteval_site", "worker", "-Q", queue,
+        f"--concurrency={processes}", "--loglevel=WARNING", "-n", f"{queue}-{processes}@%h",
+        "--without-gossip", "--without-mingle",
+    ]  # fmt: skip
+    log = open(ROOT / "var" / f"bench-worker-{queue}.log", "a")  # noqa: SIM115
+    return subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+
+
+def wait_ready(queue: str, processes: int, seconds: float = 60) -> None:
+    from contracteval_site.celery import app
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        replies = app.control.ping(destination=[f"{queue}-{processes}@{os.uname().nodename}"])
+        if replies:
+            return
+        time.sleep(0.5)
+    raise SystemExit(f"worker for {queue} did not answer in {seconds:.0f} s")
+
+
+def post_batch(client, archive: bytes | None) -> int:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    body: dict = {"project": "demo", "mode": "token", "extractor": "none"}
+    if archive is not None:
+        body["suite"] = SimpleUploadedFile("suite.zip", archive, "application/zip")
+    r = client.post("/api/batches/", body, format="multipart" if archive else "json")
+    assert r.status_code == 201, r.content[:500]
+    return r.json()["id"]
+
+
+def wait_done(batch_id: int, seconds: float, on_progress=None):
+    from audit.models import Batch
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        batch = Batch.objects.get(pk=batch_id)
+        if batch.is_finished:
+            return batch
+        if on_progress is not None:
+            on_progress(batch)
+        time.sleep(0.05)
+    raise SystemExit(f"batch {batch_id} not finished in {seconds:.0f} s")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Stop a worker and its pool processes (its own process group)."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+    except ProcessLookupError:
+        return
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def throughput(client, queue: str, processes: int) -> dict:
+    from audit.models import Batch
+    from contracteval_site.celery import app
+
+    app.conf.task_default_queue = queue
+    worker = start_worker(queue, processes)
+    try:
+        wait_ready(queue, processes)
+        t0 = time.perf_counter()
+        batch_id = post_batch(client, None)
+        posted = time.perf_counter()
+        batch = wait_done(batch_id, 900)
+        wall = time.perf_counter() - t0
+    finally:
+        stop(worker)
+    assert batch.status == "done", batch.error
+    chunks = Batch.objects.get(pk=batch_id).chunks.count()
+    return {
+        "processes": processes,
+        "cases": batch.total,
+        "chunks": chunks,
+        "post_seconds": round(posted - t0, 3),
+        "seconds": round(wall, 3),
+        "cases_per_second": round(batch.total / wall, 1),
+    }
+
+
+def kill_run(client, queue: str, copies: int = 12, processes: int = 2) -> dict:
+    from audit.models import Batch
+    from audit.services.batches import fixture_suite_dir
+    from contracteval_site.celery import app
+    from tests.web.workers import repeated_suite_zip
+
+    app.conf.task_default_queue = queue
+    archive, n = repeated_suite_zip(fixture_suite_dir(), copies)
+    worker = start_worker(queue, processes, visibility=10)
+    wait_ready(queue, processes)
+    t0 = time.perf_counter()
+    batch_id = post_batch(client, archive)
+    state: dict = {}
+
+    def kill_at_a_third(batch) -> None:
+        if "killed_at" not in state and batch.done >= n // 3:
+            state["killed_at"] = batch.done
+            # the whole worker (main process and pool), at once: no warm shutdown
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait()
+            state["restarted"] = start_worker(queue, processes, visibility=10)
+
+    try:
+        batch = wait_done(batch_id, 1800, kill_at_a_third)
+    finally:
+        stop(state.get("restarted") or worker)
+    chunks = list(Batch.objects.get(pk=batch_id).chunks.order_by("index"))
+    ids = [row[0] for c in chunks for row in c.results or []]
+    return {
+        "cases": n,
+        "killed_at_done": state.get("killed_at"),
+        "status": batch.status,
+        "done": batch.done,
+        "scored_cases": (batch.scores or {}).get("cases"),
+        "case_rows": len(ids),
+        "distinct_case_ids": len(set(ids)),
+        "chunks_run_twice": sum(1 for c in chunks if c.attempts > 1),
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--processes", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--kill", action="store_true", help="also the 16,800-case kill run")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    os.environ["CELERY_BROKER_URL"] = BROKER
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from rest_framework.test import APIClient
+
+    call_command("migrate", verbosity=0, interactive=False)
+    call_command("load_demo", verbosity=0, stdout=open(os.devnull, "w"))  # noqa: SIM115
+    client = APIClient(HTTP_HOST="127.0.0.1")  # an allowed host, as a browser sends
+    client.force_authenticate(get_user_model().objects.get(username="reviewer"))
+    queue = f"bench-{uuid.uuid4().hex[:8]}"
+    out: dict = {"throughput": [throughput(client, queue, p) for p in args.processes]}
+    for row in out["throughput"]:
+        print(json.dumps(row))
+    if args.kill:
+        out["kill"] = kill_run(client, queue)
+        print(json.dumps(out["kill"]))
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

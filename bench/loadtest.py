@@ -1,0 +1,197 @@
+"""``make loadtest``: seed runs, start ``make serve``, run locust headless, report.
+
+1. Seeds ``DATABASE_URL`` (PostgreSQL) up to ``--runs`` runs (``bench/seed_runs.py``).
+2. Starts ``make serve`` (gunicorn + a Celery worker + beat) on that database and a
+   private Redis database (``LOADTEST_BROKER_URL``, default db 11), on ``--port``.
+3. Runs ``bench/locustfile.py`` headless: ``--users`` users, spawned over 10 s, for
+   ``--time``.
+4. Waits for the queue to drain (every run created by the test finished), stops the
+   server, and prints p50/p95/p99 and errors for all reads together, run creation and
+   each route, against the targets (reads p95 < 100 ms, p99 < 250 ms; creation p95 <
+   150 ms; 0 errors). ``--json OUT`` writes the same figures as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contracteval_site.settings")
+VAR = ROOT / "var"
+BIN = Path(sys.executable).parent
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q``-th percentile (nearest rank) of ``values``.
+
+    >>> percentile([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 95)
+    10
+    >>> percentile([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 50)
+    5
+    """
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    rank = max(1, -(-len(ordered) * q // 100))  # ceil without floats
+    return ordered[int(rank) - 1]
+
+
+def summarise(samples: dict[str, list[list]]) -> dict[str, dict[str, float]]:
+    out = {}
+    for group, rows in samples.items():
+        times = [t for t, _ in rows]
+        out[group] = {
+            "requests": len(rows),
+            "errors": sum(1 for _, failed in rows if failed),
+            "p50_ms": round(percentile(times, 50), 1),
+            "p95_ms": round(percentile(times, 95), 1),
+            "p99_ms": round(percentile(times, 99), 1),
+        }
+    return out
+
+
+def wait_http(url: str, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise SystemExit(f"the server did not answer {url} within {seconds:.0f} s")
+
+
+def pending_since(last_pk: int) -> int:
+    """Runs created after ``last_pk`` that the workers have not finished yet."""
+    from audit.models import Run
+
+    return Run.objects.filter(pk__gt=last_pk, status__in=["queued", "running"]).count()
+
+
+def drain(last_pk: int, seconds: float) -> tuple[int, float]:
+    """Wait until the test's runs are all finished: ``(still pending, seconds waited)``."""
+    started = time.monotonic()
+    pending = pending_since(last_pk)
+    while pending and time.monotonic() - started < seconds:
+        time.sleep(1)
+        pending = pending_since(last_pk)
+    return pending, round(time.monotonic() - started, 1)
+
+
+def start_serve(port: int, broker: str) -> subprocess.Popen:
+    env = os.environ | {"CELERY_BROKER_URL": broker, "PORT": str(port), "LOG_LEVEL": "WARNING"}
+    env["WEB_ACCESS_LOG"] = str(VAR / "loadtest-access.log")
+    log = open(VAR / "loadtest-serve.log", "w")  # noqa: SIM115 - lives as long as the server
+    return subprocess.Popen(
+        ["make", "-s", "serve", f"PORT={port}"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # one process group: stopped together below
+    )
+
+
+def stop(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    except ProcessLookupError:
+        return
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def reviewer_session() -> str:
+    """A signed-in session of the reviewer, as the login form would make it."""
+    from django.contrib.auth import (
+        BACKEND_SESSION_KEY,
+        HASH_SESSION_KEY,
+        SESSION_KEY,
+        get_user_model,
+    )
+    from django.contrib.sessions.backends.db import SessionStore
+
+    user = get_user_model().objects.get(username="reviewer")
+    session = SessionStore()
+    session[SESSION_KEY] = str(user.pk)
+    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    session.create()
+    return session.session_key
+
+
+def run_locust(host: str, users: int, duration: str, token: str, contract: int) -> dict:
+    samples = VAR / "loadtest-samples.json"
+    env = os.environ | {
+        "LOADTEST_SESSION": reviewer_session(),
+        "LOADTEST_TOKEN": token,
+        "LOADTEST_CONTRACT": str(contract),
+        "LOADTEST_SAMPLES": str(samples),
+    }
+    command = [
+        str(BIN / "locust"), "-f", str(ROOT / "bench" / "locustfile.py"), "--headless",
+        "--host", host, "--users", str(users), "--spawn-rate", str(max(1, users // 10)),
+        "--run-time", duration, "--csv", str(VAR / "loadtest"), "--only-summary",
+    ]  # fmt: skip
+    subprocess.run(command, cwd=ROOT, env=env, check=False)
+    return json.loads(samples.read_text())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--users", type=int, default=20)
+    parser.add_argument("--time", default="60s")
+    parser.add_argument("--runs", type=int, default=100_000)
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    broker = os.environ.get("LOADTEST_BROKER_URL", "redis://127.0.0.1:6379/11")
+    VAR.mkdir(exist_ok=True)
+    seed = [sys.executable, str(ROOT / "bench" / "seed_runs.py"), "--runs", str(args.runs)]
+    subprocess.run(seed, check=True)
+    import django
+
+    django.setup()
+    from audit.models import Contract, Run
+
+    contract = Contract.objects.filter(key="refund-mini", status="audited").latest("version").pk
+    token = (VAR / "loadtest-token").read_text().strip()
+    last_pk = Run.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+    server = start_serve(args.port, broker)
+    try:
+        wait_http(f"http://127.0.0.1:{args.port}/login/", 120)
+        host = f"http://127.0.0.1:{args.port}"
+        samples = run_locust(host, args.users, args.time, token, contract)
+        pending, waited = drain(last_pk, 300)
+    finally:
+        stop(server)
+    report = {
+        "users": args.users,
+        "duration": args.time,
+        "runs_in_database": Run.objects.count(),
+        "runs_created": Run.objects.filter(pk__gt=last_pk).count(),
+        "queue_pending_after": pending,
+        "drain_seconds": waited,
+        "summary": summarise(samples),
+    }
+    print(json.dumps(report, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
