@@ -29,6 +29,7 @@ import fastjsonschema
 import jsonschema
 
 from .errors import ContractEvalError, json_path
+from .input_limits import MAX_DEPTH, check_json
 
 CONTRACT = "contracteval.contract/v1"
 QUERY = "contracteval.query/v1"
@@ -134,7 +135,7 @@ def load_json(src: Source, *, file: str | None = None) -> tuple[Any, str | None]
             ) from None
     if isinstance(src, (str, bytes)):
         try:
-            return json.loads(src), file
+            data = json.loads(src)
         except json.JSONDecodeError as exc:
             raise ContractEvalError(
                 f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
@@ -143,7 +144,18 @@ def load_json(src: Source, *, file: str | None = None) -> tuple[Any, str | None]
             ) from None
         except UnicodeDecodeError:
             raise ContractEvalError("not UTF-8 text", file=file, rule="json") from None
-    return src, file
+        except RecursionError:
+            raise ContractEvalError(
+                f"nested deeper than {MAX_DEPTH} levels", file=file, rule="depth"
+            ) from None
+    else:
+        data = src
+    try:
+        # schema checks recurse per level: a deep document must stop here
+        check_json(data, what="the document", strings=False)
+    except ContractEvalError as exc:
+        raise exc.with_file(file) from None
+    return data, file
 
 
 def _document(

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import multiprocessing
 from collections import defaultdict
@@ -74,11 +75,23 @@ def load_suite(path: Path) -> Suite:
         )
     suite = Suite(contracts, [])
     seen: set[str] = set()
-    with cases_file.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
+    with cases_file.open("rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            where = f"{cases_file}:{lineno}"
+            if lineno == 1:
+                raw = raw.removeprefix(codecs.BOM_UTF8)
+            try:
+                line = raw.decode("utf-8")  # line by line: a bad line is one case error
+            except UnicodeDecodeError as exc:
+                suite.errors.append(
+                    {
+                        "id": where,
+                        "error": f"{where}: $: not UTF-8 text (byte {exc.start}) [encoding]",
+                    }
+                )
+                continue
             if not line.strip():
                 continue
-            where = f"{cases_file}:{lineno}"
             try:
                 case = read_case(line, file=where)
                 if case.id in seen:
