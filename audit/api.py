@@ -8,7 +8,6 @@ the filters named in each view's docstring. OpenAPI schema: ``/api/schema/``.
 
 from __future__ import annotations
 
-from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -16,11 +15,15 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from . import runs, selectors, services
-from .models import Batch, Contract, Membership, Project, Query, Run
-from .permissions import IMPORT, VIEW, has_role, project_for
+from . import services
+from .models import Batch, Contract, Project, Query, Run
+from .permissions import BATCH, IMPORT, RUN, VERDICT, ProjectRole, project_for, require, roles_of
+from .selectors import exports
+from .selectors.contracts import contract_document
+from .selectors.runs import filter_runs
 from .serializers import (
     BatchSerializer,
     ContractImportSerializer,
@@ -34,18 +37,6 @@ from .serializers import (
 )
 
 
-def _roles(user) -> dict[int, str]:
-    return dict(Membership.objects.filter(user=user).values_list("project_id", "role"))
-
-
-def _require(user, project_id: int, minimum: str) -> None:
-    role = _roles(user).get(project_id)
-    if role is None:
-        raise NotFound("no such object")
-    if not has_role(role, minimum):
-        raise PermissionDenied(f"this needs the {minimum} role")
-
-
 def _param(name: str, description: str) -> OpenApiParameter:
     return OpenApiParameter(name, OpenApiTypes.STR, OpenApiParameter.QUERY, description=description)
 
@@ -53,6 +44,7 @@ def _param(name: str, description: str) -> OpenApiParameter:
 class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
     """The projects you are a member of, with your role."""
 
+    permission_classes = [IsAuthenticated, ProjectRole]
     serializer_class = ProjectSerializer
     lookup_field = "slug"
 
@@ -64,7 +56,7 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
     def get_serializer_context(self):
         ctx = super().get_serializer_context()
         if self.request.user.is_authenticated:
-            ctx["roles"] = _roles(self.request.user)
+            ctx["roles"] = roles_of(self.request.user)
         return ctx
 
 
@@ -78,6 +70,7 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
 class ContractViewSet(viewsets.ReadOnlyModelViewSet):
     """Contract versions. Filters: ``project`` (slug), ``key``, ``status``."""
 
+    permission_classes = [IsAuthenticated, ProjectRole]
     serializer_class = ContractSerializer
 
     def get_queryset(self) -> QuerySet[Contract]:
@@ -102,7 +95,7 @@ class ContractViewSet(viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["get"])
     def export(self, request, pk=None):
         """The ``contracteval.contract/v1`` document of this version."""
-        return Response(selectors.contract_document(self.get_object()))
+        return Response(contract_document(self.get_object()))
 
     @extend_schema(request=ContractImportSerializer, responses={201: ContractSerializer})
     @action(detail=False, methods=["post"], url_path="import", url_name="import")
@@ -126,6 +119,7 @@ class ContractViewSet(viewsets.ReadOnlyModelViewSet):
 class QueryViewSet(viewsets.ReadOnlyModelViewSet):
     """Queries of the contracts you can see. Filters: ``project``, ``contract`` (pk)."""
 
+    permission_classes = [IsAuthenticated, ProjectRole]
     serializer_class = QuerySerializer
 
     def get_queryset(self) -> QuerySet[Query]:
@@ -172,6 +166,8 @@ class RunViewSet(
     """
 
     parser_classes = [JSONParser, FormParser, MultiPartParser]
+    permission_classes = [IsAuthenticated, ProjectRole]
+    required_roles = {"verdicts:POST": VERDICT}
 
     def get_serializer_class(self):
         if self.action == "create":
@@ -191,7 +187,7 @@ class RunViewSet(
         p = self.request.query_params
         if p.get("project"):
             qs = qs.filter(project__slug=p["project"])
-        return runs.filter_runs(qs, {k: p.get(k, "") for k in RUN_FILTERS})
+        return filter_runs(qs, {k: p.get(k, "") for k in RUN_FILTERS})
 
     @extend_schema(
         request=RunCreateSerializer,
@@ -210,9 +206,9 @@ class RunViewSet(
         )
         if contract is None:
             raise NotFound("no such contract")
-        _require(request.user, contract.project_id, runs.RUN)
+        require(request.user, contract.project_id, RUN)
         try:
-            run, created = runs.run_create(
+            run, created = services.run_create(
                 contract=contract,
                 user=request.user,
                 query_key=d["query"],
@@ -243,7 +239,7 @@ class RunViewSet(
     @action(detail=True, methods=["get"])
     def export(self, request, pk=None):
         """The run as one JSON document: inputs, status, report, verdicts."""
-        return Response(runs.run_export(self.get_object()))
+        return Response(exports.run_export(self.get_object()))
 
     @extend_schema(request=VerdictSerializer, responses={200: VerdictSerializer(many=True)})
     @action(detail=True, methods=["get", "post"], serializer_class=VerdictSerializer)
@@ -253,11 +249,10 @@ class RunViewSet(
         if request.method == "GET":
             qs = run.verdicts.select_related("reviewer")
             return Response(VerdictSerializer(qs, many=True).data)
-        _require(request.user, run.project_id, runs.VERDICT)
         body = VerdictSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
-            verdict = runs.verdict_record(
+            verdict = services.verdict_record(
                 run=run,
                 user=request.user,
                 agrees=body.validated_data["agrees"],
@@ -283,6 +278,7 @@ class BatchViewSet(
 
     serializer_class = BatchSerializer
     parser_classes = [JSONParser, FormParser, MultiPartParser]
+    permission_classes = [IsAuthenticated, ProjectRole]
 
     def get_queryset(self) -> QuerySet[Batch]:
         if getattr(self, "swagger_fake_view", False):  # schema generation
@@ -300,18 +296,19 @@ class BatchViewSet(
         slug = request.data.get("project")
         if not slug:
             raise ValidationError({"project": ["a project slug is required"]})
-        project, _ = project_for(request.user, str(slug), VIEW)
-        _require(request.user, project.pk, runs.BATCH)
+        project, _ = project_for(request.user, str(slug), BATCH)
         upload = request.FILES.get("suite")
         try:
-            batch = runs.batch_create(
+            batch = services.batch_create(
                 project=project,
                 user=request.user,
                 mode=str(request.data.get("mode") or "oracle"),
                 extractor=str(request.data.get("extractor") or "none"),
                 archive=upload.read() if upload is not None else None,
                 name=upload.name if upload is not None else "",
-                judge=runs.judge_of(str(request.data.get("evaluator") or runs.CONTRACTEVAL)),
+                judge=services.judge_of(
+                    str(request.data.get("evaluator") or services.CONTRACTEVAL)
+                ),
             )
         except services.ServiceError as exc:
             raise ValidationError({"detail": [str(exc)]}) from exc

@@ -1,15 +1,20 @@
-"""Who may do what: every view resolves its object through these helpers.
+"""Who may do what: every view, API view and service resolves its object through here.
 
 A user who is not a member of the object's project gets a 404 (the object's existence is
-not revealed); a member whose role is too low gets a 403.
+not revealed); a member whose role is too low gets a 403. The same rule serves the HTML
+views (``project_for``, ``contract_for``, ``run_for``, ``batch_for``), the services
+(``require``) and the REST API (the DRF permission classes at the end).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
+from rest_framework.permissions import BasePermission
 
-from .models import Contract, Membership, Project, Role
+from .models import Batch, Contract, Membership, Project, Role, Run
 
 RANK = {Role.ANNOTATOR: 1, Role.REVIEWER: 2, Role.ADMIN: 3}
 
@@ -18,6 +23,9 @@ VIEW = Role.ANNOTATOR
 EDIT = Role.ANNOTATOR  # propose, confirm, reject, edit, queries, new version
 REVIEW = Role.REVIEWER  # mark audited
 IMPORT = Role.REVIEWER
+RUN = Role.ANNOTATOR  # start a run, see runs
+BATCH = Role.REVIEWER  # start a suite batch
+VERDICT = Role.REVIEWER  # record a verdict on a run
 # Starting a contract from a new artifact is annotation work: annotators and admins
 # (a reviewer-only member reviews what others start).
 CREATE_ROLES = frozenset({Role.ANNOTATOR, Role.ADMIN})
@@ -31,7 +39,8 @@ def has_role(role: str, minimum: str) -> bool:
     return RANK[Role(role)] >= RANK[Role(minimum)]
 
 
-def _check(membership: Membership | None, minimum: str) -> Membership:
+def check(membership: Membership | None, minimum: str) -> Membership:
+    """``membership`` if it has at least ``minimum``: 404 without one, 403 below it."""
     if membership is None:
         raise Http404("no such object")
     if not has_role(membership.role, minimum):
@@ -39,23 +48,90 @@ def _check(membership: Membership | None, minimum: str) -> Membership:
     return membership
 
 
-def project_for(user, slug: str, minimum: str = VIEW) -> tuple[Project, Membership]:
+def membership_of(user: Any, project_id: int) -> Membership | None:
+    if not user.is_authenticated:
+        return None
+    return Membership.objects.filter(project_id=project_id, user=user).first()
+
+
+def require(user: Any, project_id: int, minimum: str) -> Membership:
+    """The user's membership of project ``project_id``, if it has at least ``minimum``."""
+    return check(membership_of(user, project_id), minimum)
+
+
+def roles_of(user: Any) -> dict[int, str]:
+    """Project id -> the user's role, for every project the user is a member of."""
+    if not user.is_authenticated:
+        return {}
+    return dict(Membership.objects.filter(user=user).values_list("project_id", "role"))
+
+
+def project_for(user: Any, slug: str, minimum: str = VIEW) -> tuple[Project, Membership]:
     """The project ``slug`` and the user's membership in it (404 for non-members)."""
     if not user.is_authenticated:
         raise Http404("no such project")
     membership = (
         Membership.objects.select_related("project").filter(project__slug=slug, user=user).first()
     )
-    membership = _check(membership, minimum)
+    membership = check(membership, minimum)
     return membership.project, membership
 
 
-def contract_for(user, pk: int, minimum: str = VIEW) -> tuple[Contract, Membership]:
+def contract_for(user: Any, pk: int, minimum: str = VIEW) -> tuple[Contract, Membership]:
     """Contract ``pk`` with its project and artifact, and the user's membership."""
     if not user.is_authenticated:
         raise Http404("no such contract")
     contract = Contract.objects.select_related("project", "artifact").filter(pk=pk).first()
     if contract is None:
         raise Http404("no such contract")
-    membership = Membership.objects.filter(project_id=contract.project_id, user=user).first()
-    return contract, _check(membership, minimum)
+    return contract, require(user, contract.project_id, minimum)
+
+
+def run_for(user: Any, pk: int, minimum: str = RUN) -> tuple[Run, Membership]:
+    """Run ``pk`` with its contract and project, and the user's membership (404 outside)."""
+    if not user.is_authenticated:
+        raise Http404("no such run")
+    run = Run.objects.select_related("project", "contract", "created_by").filter(pk=pk).first()
+    if run is None:
+        raise Http404("no such run")
+    return run, require(user, run.project_id, minimum)
+
+
+def batch_for(user: Any, pk: int, minimum: str = RUN) -> tuple[Batch, Membership]:
+    """Batch ``pk`` (without its archive) and the user's membership (404 outside)."""
+    if not user.is_authenticated:
+        raise Http404("no such batch")
+    batch = Batch.objects.select_related("project").defer("archive").filter(pk=pk).first()
+    if batch is None:
+        raise Http404("no such batch")
+    return batch, require(user, batch.project_id, minimum)
+
+
+# ---------------------------------------------------------------------------- REST API
+
+
+class ProjectRole(BasePermission):
+    """DRF object permission: the request's user has the view's role on the object's
+    project. A view names the role per action in ``required_roles`` (``{"create":
+    RUN, "verdicts:POST": VERDICT}``); any other action needs :data:`VIEW`. Objects
+    of projects the user is not a member of are 404s, as in the UI."""
+
+    def has_object_permission(self, request: Any, view: Any, obj: Any) -> bool:
+        require(request.user, project_id_of(obj), required_role(view, request))
+        return True
+
+
+def project_id_of(obj: Any) -> int:
+    """The project an object belongs to (a project, or a row with a project or contract)."""
+    if isinstance(obj, Project):
+        return obj.pk
+    if hasattr(obj, "project_id"):
+        return obj.project_id
+    return obj.contract.project_id
+
+
+def required_role(view: Any, request: Any) -> str:
+    """The role ``view`` asks for on this request (see :class:`ProjectRole`)."""
+    roles: dict[str, str] = getattr(view, "required_roles", {})
+    action = getattr(view, "action", None) or ""
+    return roles.get(f"{action}:{request.method}") or roles.get(action) or VIEW

@@ -1,10 +1,20 @@
-"""Celery tasks: thin wrappers that take ids and call a service."""
+"""Celery tasks: thin wrappers that take ids and call a service.
+
+They are queued through :mod:`audit.enqueue` once the transaction commits. The
+services store a failure on the row; an exception that escapes a service (a database
+that stays down, a bug) is logged here with its traceback before the task fails.
+"""
+
+import logging
 
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
-from . import services
-from .runs import LLMRetry
+from .services import batches, proposals, runs
+from .services.common import LLMRetry
+from .services.proposals import ProposalRetry
+
+logger = logging.getLogger(__name__)
 
 
 # Transient failures a task retries with backoff (1, 2, 4 ... s, capped at 60 s): the
@@ -28,17 +38,23 @@ def _eager_or_retry(task, call, transient: type[Exception] = LLMRetry):
     back through, so it retries here, at once.
     """
     limit = task.max_retries or 0
-    if not task.request.is_eager:
-        return call(task.request.retries >= limit)
-    for attempt in range(limit + 1):
-        try:
-            return call(attempt >= limit)
-        except transient:
-            continue
+    try:
+        if not task.request.is_eager:
+            return call(task.request.retries >= limit)
+        for attempt in range(limit + 1):
+            try:
+                return call(attempt >= limit)
+            except transient:
+                continue
+    except transient:
+        raise  # retried by Celery; the service stored why
+    except Exception:
+        logger.exception("task %s %s failed", task.name, task.request.args)
+        raise
     raise AssertionError("unreachable: the last attempt is final")  # pragma: no cover
 
 
-@_retrying_task(services.ProposalRetry)
+@_retrying_task(ProposalRetry)
 def run_proposals(self, run_id: int) -> dict:
     """Run proposal run ``run_id`` (queued by ``services.contract_request_proposals``).
 
@@ -47,27 +63,23 @@ def run_proposals(self, run_id: int) -> dict:
     """
     run = _eager_or_retry(
         self,
-        lambda final: services.proposal_run_execute(run_id=run_id, final_attempt=final),
-        services.ProposalRetry,
+        lambda final: proposals.proposal_run_execute(run_id=run_id, final_attempt=final),
+        ProposalRetry,
     )
     return {"run": run.pk, "status": run.status, "nodes": run.created_nodes}
 
 
 @_retrying_task(LLMRetry)
 def execute_run(self, run_id: int) -> dict:
-    """Evaluate conformance run ``run_id`` (queued by ``audit.runs.run_create``)."""
-    from . import runs
-
+    """Evaluate conformance run ``run_id`` (queued by ``services.run_create``)."""
     run = _eager_or_retry(self, lambda final: runs.run_execute(run_id=run_id, final_attempt=final))
     return {"run": run.pk, "status": run.status, "verdict": run.verdict}
 
 
 @_retrying_task(LLMRetry)
 def execute_batch(self, batch_id: int) -> dict:
-    """Run every case of suite batch ``batch_id`` (queued by ``audit.runs.batch_create``)."""
-    from . import runs
-
+    """Run every case of suite batch ``batch_id`` (queued by ``services.batch_create``)."""
     batch = _eager_or_retry(
-        self, lambda final: runs.batch_execute(batch_id=batch_id, final_attempt=final)
+        self, lambda final: batches.batch_execute(batch_id=batch_id, final_attempt=final)
     )
     return {"batch": batch.pk, "status": batch.status, "cases": batch.total}

@@ -7,7 +7,9 @@ runs with no servers at all (SQLite, Celery tasks in-process):
   ``sqlite:///db.sqlite3``) or ``postgres://user:password@host:port/name``.
 - ``CELERY_BROKER_URL``: e.g. ``redis://127.0.0.1:6379/0``; absent means tasks run eagerly.
 - ``SECRET_KEY``: absent means a random key kept in ``var/secret_key`` (never a fixed one).
-- ``DEBUG``: ``1``/``true`` to enable; off by default.
+- ``DEBUG``: ``1``/``true``/``yes``/``on`` to enable; off by default. Every boolean,
+  number and URL is checked when the app starts: a value that cannot be read (``DEBUG=
+  maybe``) stops it with an error naming the variable, never a silent default.
 - ``ALLOWED_HOSTS``: comma-separated; default ``127.0.0.1,localhost``.
 - ``SERVE_STATIC``: the app serves its own static files (default on; turn off behind a
   web server that serves ``STATIC_ROOT``).
@@ -15,24 +17,55 @@ runs with no servers at all (SQLite, Celery tasks in-process):
 
 from __future__ import annotations
 
-import os
+import logging
 import secrets
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from typing import Any
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 
 
-def env_bool(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+class StrictEnv(environ.Env):
+    """django-environ, but a value that cannot be read is an error naming the variable.
+
+    django-environ reads any unknown boolean (``DEBUG=maybe``) as False, which hides a
+    typo that turns a setting off; here it stops the start instead.
+    """
+
+    TRUE = frozenset({"1", "true", "yes", "on"})
+    FALSE = frozenset({"0", "false", "no", "off"})
+
+    def get_value(self, var, cast=None, default=environ.Env.NOTSET, parse_default=False):
+        raw = self.ENVIRON.get(var, "")
+        if cast is bool and raw.strip():
+            word = raw.strip().lower()
+            if word not in self.TRUE | self.FALSE:
+                raise ImproperlyConfigured(
+                    f"{var}={raw!r} is not a boolean: use 1, true, yes, on or 0, false, no, off"
+                )
+            return word in self.TRUE
+        if raw == "" and default is not environ.Env.NOTSET:
+            return default  # set but empty: the default, as if unset
+        try:
+            return super().get_value(var, cast=cast, default=default, parse_default=parse_default)
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"{var}={raw!r} cannot be read: {exc}") from None
 
 
-def parse_database_url(url: str, *, base_dir: Path = BASE_DIR) -> dict:
+env = StrictEnv()
+
+DATABASE_ENGINES = ("django.db.backends.sqlite3", "django.db.backends.postgresql")
+
+
+def parse_database_url(url: str, *, base_dir: Path = BASE_DIR) -> dict[str, Any]:
     """A Django ``DATABASES`` entry from ``sqlite:///path`` or ``postgres://…`` URLs.
+
+    django-environ parses the URL; this adds what the app needs on top: a relative
+    SQLite path is under the project, SQLite waits for a lock, and tests use a file.
 
     >>> parse_database_url("sqlite:///db.sqlite3", base_dir=Path("/srv"))["NAME"]
     '/srv/db.sqlite3'
@@ -42,40 +75,47 @@ def parse_database_url(url: str, *, base_dir: Path = BASE_DIR) -> dict:
     >>> (d["USER"], d["PASSWORD"], d["HOST"], d["PORT"], d["NAME"])
     ('bob', 's@cret', 'db', '6543', 'ce')
     """
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    if scheme == "sqlite":
-        raw = unquote(url[len("sqlite://") :])
-        if raw in {"", "/", "/:memory:"}:
-            name = ":memory:"
-        else:
-            # sqlite:///rel.sqlite3 -> "/rel.sqlite3" (relative); sqlite:////abs -> "//abs"
-            path = raw[1:] if raw.startswith("/") else raw
-            name = path if path.startswith("/") else str(base_dir / path)
-        entry = {"ENGINE": "django.db.backends.sqlite3", "NAME": name}
-        entry["OPTIONS"] = {"timeout": 20}
+    try:
+        entry = environ.Env.db_url_config(url)
+    except (ImproperlyConfigured, KeyError) as exc:
+        raise ValueError(f"unsupported DATABASE_URL {url!r}: {exc}") from None
+    engine = entry.get("ENGINE")
+    if engine not in DATABASE_ENGINES:
+        scheme = url.split(":", 1)[0]
+        raise ValueError(
+            f"unsupported DATABASE_URL scheme {scheme!r} (use sqlite:/// or postgres://)"
+        )
+    if engine.endswith("sqlite3"):
+        name = entry["NAME"] or ":memory:"
+        if name != ":memory:" and not name.startswith("/"):
+            name = str(base_dir / name)
+        out: dict[str, Any] = {"ENGINE": engine, "NAME": name, "OPTIONS": {"timeout": 20}}
         if name != ":memory:":
             # A file, not memory, so that a Celery worker process can share the test DB.
-            entry["TEST"] = {"NAME": str(base_dir / "var" / f"test_{Path(name).name}")}
-        return entry
-    if scheme in {"postgres", "postgresql", "pgsql"}:
-        name = unquote(parts.path.lstrip("/"))
-        if not name:
-            raise ValueError("DATABASE_URL for PostgreSQL must name a database")
-        return {
-            "ENGINE": "django.db.backends.postgresql",
-            "NAME": name,
-            "USER": unquote(parts.username or ""),
-            "PASSWORD": unquote(parts.password or ""),
-            "HOST": parts.hostname or "",
-            "PORT": str(parts.port or ""),
-            "CONN_MAX_AGE": 0,
-        }
-    raise ValueError(f"unsupported DATABASE_URL scheme {scheme!r} (use sqlite:/// or postgres://)")
+            out["TEST"] = {"NAME": str(base_dir / "var" / f"test_{Path(name).name}")}
+        return out
+    if not entry.get("NAME"):
+        raise ValueError("DATABASE_URL for PostgreSQL must name a database")
+    return {
+        "ENGINE": engine,
+        "NAME": entry["NAME"],
+        "USER": entry.get("USER") or "",
+        "PASSWORD": entry.get("PASSWORD") or "",
+        "HOST": entry.get("HOST") or "",
+        "PORT": str(entry.get("PORT") or ""),
+        "CONN_MAX_AGE": 0,
+    }
+
+
+def _database(url: str) -> dict[str, Any]:
+    try:
+        return parse_database_url(url)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"DATABASE_URL: {exc}") from None
 
 
 def _secret_key() -> str:
-    key = os.environ.get("SECRET_KEY")
+    key = env.str("SECRET_KEY", default="")
     if key:
         return key
     path = VAR_DIR / "secret_key"
@@ -89,15 +129,13 @@ def _secret_key() -> str:
         return key
 
 
-DEBUG = env_bool("DEBUG", False)
+DEBUG = env.bool("DEBUG", default=False)
 SECRET_KEY = _secret_key()
 ALLOWED_HOSTS = [
-    h.strip()
-    for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
-    if h.strip()
+    h.strip() for h in env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"]) if h.strip()
 ]
 CSRF_TRUSTED_ORIGINS = [
-    o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
+    o.strip() for o in env.list("CSRF_TRUSTED_ORIGINS", default=[]) if o.strip()
 ]
 
 INSTALLED_APPS = [
@@ -144,7 +182,7 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {"default": parse_database_url(os.environ.get("DATABASE_URL", "sqlite:///db.sqlite3"))}
+DATABASES = {"default": _database(env.str("DATABASE_URL", default="sqlite:///db.sqlite3"))}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -159,7 +197,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
-SERVE_STATIC = env_bool("SERVE_STATIC", True)
+SERVE_STATIC = env.bool("SERVE_STATIC", default=True)
 
 # The REST API (audit/api.py): token or session auth, the UI's object permissions.
 REST_FRAMEWORK = {
@@ -190,8 +228,8 @@ SPECTACULAR_SETTINGS = {
 }
 # Traces and suites can be large: JSON bodies up to 20 MB, suite archives up to 20 MB.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
-SUITE_UPLOAD_MAX_BYTES = int(os.environ.get("SUITE_UPLOAD_MAX_BYTES", 20 * 1024 * 1024))
-SUITE_UNPACKED_MAX_BYTES = int(os.environ.get("SUITE_UNPACKED_MAX_BYTES", 200 * 1024 * 1024))
+SUITE_UPLOAD_MAX_BYTES = env.int("SUITE_UPLOAD_MAX_BYTES", default=20 * 1024 * 1024)
+SUITE_UNPACKED_MAX_BYTES = env.int("SUITE_UNPACKED_MAX_BYTES", default=200 * 1024 * 1024)
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "audit:project_list"
@@ -201,12 +239,12 @@ SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
-if not DEBUG and env_bool("HTTPS", False):
+if not DEBUG and env.bool("HTTPS", default=False):
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
 
 # Celery: a broker URL switches to a real worker; without one, tasks run in-process.
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 if not CELERY_BROKER_URL:
@@ -217,11 +255,26 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
+LOG_LEVEL = env.str("LOG_LEVEL", default="WARNING").upper()
+if not isinstance(logging.getLevelName(LOG_LEVEL), int):
+    raise ImproperlyConfigured(
+        f"LOG_LEVEL={LOG_LEVEL!r} is not a level: DEBUG, INFO, WARNING, ERROR or CRITICAL"
+    )
+# Every module logs through logging.getLogger(__name__); the app's own modules (audit,
+# matching) log at INFO and up unless LOG_LEVEL asks for less, libraries at LOG_LEVEL.
+APP_LOG_LEVEL = min(logging.INFO, logging.getLevelName(LOG_LEVEL))
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "audit": {"level": APP_LOG_LEVEL},
+        "matching": {"level": APP_LOG_LEVEL},
+    },
 }
 
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):

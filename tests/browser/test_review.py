@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from web.conftest import ensure_fixture_suite
 
-from audit import runs, services
+from audit import enqueue, services
 from audit.models import Membership, Project, ReviewVerdict, Run
+from audit.services import batches, runs
 from matching.suite import load_suite, perturb_suite, write_suite
 
 pytestmark = [pytest.mark.browser]
@@ -92,7 +93,7 @@ def slow_worker(monkeypatch):
         threads.append(t)
         t.start()
 
-    monkeypatch.setattr(runs, "enqueue_run", delay)
+    monkeypatch.setattr(enqueue, "enqueue_run", delay)
     yield go
     go.set()
     for t in threads:
@@ -186,7 +187,7 @@ def test_a_reviewer_uploads_a_trace_reads_the_overlay_and_records_a_verdict(
 def test_a_batch_shows_progress_then_the_family_table(
     live_server, page, reviewer, tmp_path, shot, monkeypatch
 ):
-    monkeypatch.setattr(runs, "enqueue_batch", lambda batch_id: None)  # run it below
+    monkeypatch.setattr(enqueue, "enqueue_batch", lambda batch_id: None)  # run it below
     suite = load_suite(ensure_fixture_suite())
     cases, _ = perturb_suite(suite, seed=0)
     write_suite(tmp_path / "s", suite.contracts.values(), cases)
@@ -196,13 +197,13 @@ def test_a_batch_shows_progress_then_the_family_table(
             if path.is_file():
                 zf.write(path, path.relative_to(tmp_path / "s").as_posix())
     project = Project.objects.get(slug="demo")
-    batch = runs.batch_create(
+    batch = batches.batch_create(
         project=project, user=reviewer, mode="token", archive=buf.getvalue(), name="suite.zip"
     )
     _login(page, live_server)
     page.goto(f"{live_server.url}/b/{batch.pk}/")
     page.wait_for_selector("[data-testid=batch-progress]")
-    runs.batch_execute(batch_id=batch.pk)
+    batches.batch_execute(batch_id=batch.pk)
     page.wait_for_selector("[data-testid=family-table]", timeout=20_000)
     rows = page.locator("[data-testid=family-table] tbody tr").count()
     assert rows == len(batch.__class__.objects.get(pk=batch.pk).scores["per_family"]) + 2

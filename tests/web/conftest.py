@@ -90,7 +90,7 @@ def audited(contract, users):
 def ensure_fixture_suite() -> Path:
     """The fixture suite (fixtures/suite, else fixtures/clean), built from
     fixtures/authoring when a fresh clone has neither (as `make suite` does)."""
-    from audit.runs import fixture_suite_dir
+    from audit.services.batches import fixture_suite_dir
 
     folder = fixture_suite_dir()
     if not (folder / "cases.jsonl").is_file():

@@ -61,8 +61,9 @@ def done_run(api, audited, observed_doc, post_run):
 @pytest.fixture
 def elsewhere(users, refund_doc):
     """An audited contract and a finished run in the outsider's project."""
-    from audit import runs, services
+    from audit import services
     from audit.models import Project
+    from audit.services import runs
 
     other = Project.objects.get(slug="elsewhere")
     doc = dict(refund_doc, id="other-contract")

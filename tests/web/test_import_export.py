@@ -10,7 +10,7 @@ import pytest
 
 from audit import services
 from audit.models import Artifact, AuditRecord, Contract, Node, Span
-from audit.selectors import contract_document
+from audit.selectors.contracts import contract_document
 from matching.formats import read_contract
 
 ROOT = Path(__file__).resolve().parents[2]

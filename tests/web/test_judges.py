@@ -17,8 +17,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from llm.fake_openai import completion, error
 from rest_framework.test import APIClient
 
-from audit import runs, services
+from audit import services
 from audit.models import Batch, Run
+from audit.services import batches
 from matching.suite import load_suite, perturb_suite, write_suite
 
 pytestmark = pytest.mark.django_db
@@ -145,7 +146,7 @@ def test_without_a_key_the_judges_are_disabled_and_rejected(start_batch, login):
     assert 'data-testid="judges-disabled"' in page and "no LLM endpoint is configured" in page
     response = start_batch("judge-expected")
     assert response.status_code == 400
-    assert runs.NO_LLM_FOR_JUDGES in response.content.decode()
+    assert batches.NO_LLM_FOR_JUDGES in response.content.decode()
     assert not Batch.objects.exists()
     # ContractEval itself still runs offline
     assert start_batch("contracteval").status_code == 302
@@ -175,9 +176,9 @@ def test_a_transient_failure_retries_the_batch(llm_env, start_batch, truth):
 
 def test_unknown_evaluators_are_rejected(llm_env, project, users):
     with pytest.raises(services.ServiceError, match="unknown evaluator"):
-        runs.judge_of("judge-vibes")
+        batches.judge_of("judge-vibes")
     with pytest.raises(services.ServiceError, match="unknown judge"):
-        runs.batch_create(project=project, user=users["reviewer"], judge="vibes")
+        batches.batch_create(project=project, user=users["reviewer"], judge="vibes")
     assert not Batch.objects.exists()
 
 
@@ -274,7 +275,7 @@ def api(users):
 def test_the_api_runs_a_judge_batch_and_validates_the_evaluator(
     llm_env, api, project, truth, tiny_suite, monkeypatch, django_capture_on_commit_callbacks
 ):
-    monkeypatch.setattr(runs, "fixture_suite_dir", lambda: tiny_suite)
+    monkeypatch.setattr(batches, "fixture_suite_dir", lambda: tiny_suite)
     llm_env.push(*[verdict(c, None if c else f) for c, f in truth])
     with django_capture_on_commit_callbacks(execute=True):
         response = api("reviewer").post(
@@ -298,7 +299,7 @@ def test_the_api_refuses_judges_without_a_key(api, project):
         "/api/batches/", {"project": "tests", "evaluator": "judge-output"}, format="json"
     )
     assert response.status_code == 400
-    assert runs.NO_LLM_FOR_JUDGES in str(response.data)
+    assert batches.NO_LLM_FOR_JUDGES in str(response.data)
     assert not Batch.objects.exists()
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from audit.models import Artifact, Contract, Edge, Node, Span
-from audit.selectors import load_contract_rows, segments
+from audit.selectors.contracts import load_contract_rows
+from audit.selectors.workspace import segments
 
 pytestmark = pytest.mark.django_db
 MAX_QUERIES = 16

@@ -9,9 +9,8 @@ import json
 
 import pytest
 
-from audit import runs
 from audit.models import AuditRecord, ReviewVerdict, Run
-from audit.services import ServiceError
+from audit.services import ServiceError, runs, verdicts
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -513,14 +512,14 @@ def test_the_inbox_lists_failed_runs_and_filters(failed_runs, login):
     assert listed("?contract=refund-mini&query=q1") == {a.pk, b.pk, c.pk}
     assert listed("?contract=nope") == set()
     assert listed("?family=bogus") == set()
-    runs.verdict_record(run=a, user=a.created_by, agrees=True)
+    verdicts.verdict_record(run=a, user=a.created_by, agrees=True)
     assert listed("?reviewed=no") == {b.pk, c.pk}
     assert listed("?reviewed=yes") == {a.pk}
 
 
 def test_the_inbox_and_a_run_export_as_json_and_csv(failed_runs, login, users):
     a, b, c, clean = failed_runs
-    runs.verdict_record(run=a, user=users["reviewer"], agrees=True, note="right")
+    verdicts.verdict_record(run=a, user=users["reviewer"], agrees=True, note="right")
     client = login("annotator")
     data = json.loads(client.get("/p/tests/inbox.json?model=model-a").content)
     assert {r["run"] for r in data["runs"]} == {a.pk, c.pk}

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from audit import runs
 from audit.models import Batch
+from audit.services import batches
 from matching.suite import load_suite, perturb_suite, write_suite
 
 pytestmark = pytest.mark.django_db
@@ -80,7 +80,7 @@ def test_the_fixture_suite_runs_when_nothing_is_uploaded(upload, login, fixture_
     r = upload(None)
     batch = Batch.objects.get()
     assert r.status_code == 302 and batch.status == "done" and batch.source == "fixtures"
-    assert batch.name == f"fixtures/{runs.fixture_suite_dir().name}" and batch.archive is None
+    assert batch.name == f"fixtures/{batches.fixture_suite_dir().name}" and batch.archive is None
     assert batch.total == batch.scores["cases"] > 100
     assert "fixtures/" in login("annotator").get("/p/tests/batches/").content.decode()
 
@@ -137,14 +137,14 @@ def test_roles_and_options(upload, login, fixture_suite):
 
 
 def test_progress_is_stored_throttled_and_polled(project, users, login, monkeypatch, fixture_suite):
-    batch = runs.batch_create(project=project, user=users["reviewer"])  # queued, not run
+    batch = batches.batch_create(project=project, user=users["reviewer"])  # queued, not run
     client = login("annotator")
     html = client.get(f"/b/{batch.pk}/").content.decode()
     assert f'hx-get="/b/{batch.pk}/status/"' in html and f'href="/b/{batch.pk}/"' in html
     poll = client.get(f"/b/{batch.pk}/status/", **HTMX)
     assert poll.status_code == 200 and f"0</span> / {batch.total}" in poll.content.decode()
     seen: list[int] = []
-    real_update = runs.Batch.objects.filter
+    real_update = batches.Batch.objects.filter
 
     def spy(*args, **kwargs):
         qs = real_update(*args, **kwargs)
@@ -158,9 +158,9 @@ def test_progress_is_stored_throttled_and_polled(project, users, login, monkeypa
         qs.update = update
         return qs
 
-    monkeypatch.setattr(runs.Batch.objects, "filter", spy)
-    monkeypatch.setattr(runs, "PROGRESS_EVERY_SECONDS", 0.0)
-    runs.batch_execute(batch_id=batch.pk)
+    monkeypatch.setattr(batches.Batch.objects, "filter", spy)
+    monkeypatch.setattr(batches, "PROGRESS_EVERY_SECONDS", 0.0)
+    batches.batch_execute(batch_id=batch.pk)
     monkeypatch.undo()
     assert seen and seen == sorted(seen) and seen[-1] == batch.total
     done = client.get(f"/b/{batch.pk}/status/", **HTMX)

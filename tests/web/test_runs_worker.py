@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from audit import runs, services
+from audit import enqueue, services
 from audit.models import Batch, Run
+from audit.services import batches, runs
 from matching.suite import load_suite, perturb_suite, write_suite
 
 from .conftest import ensure_fixture_suite, require_service
@@ -35,7 +36,7 @@ def worker(transactional_db, monkeypatch):
     sender = Celery(broker=REDIS_URL)
     for hook, name in (("enqueue_run", "execute_run"), ("enqueue_batch", "execute_batch")):
         monkeypatch.setattr(
-            runs,
+            enqueue,
             hook,
             lambda pk, _name=f"audit.tasks.{name}": sender.send_task(_name, args=[pk], queue=queue),
         )
@@ -101,7 +102,7 @@ def test_a_worker_runs_the_full_fixture_suite_as_one_batch(
     archive, n = _full_suite(tmp_path)
     settings.SUITE_UPLOAD_MAX_BYTES = max(settings.SUITE_UPLOAD_MAX_BYTES, len(archive or b""))
     t0 = time.perf_counter()
-    batch = runs.batch_create(
+    batch = batches.batch_create(
         project=project, user=users["reviewer"], mode=mode, archive=archive, name="full suite"
     )
     queued = time.perf_counter()

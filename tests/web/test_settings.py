@@ -38,3 +38,41 @@ def test_postgres_url_without_password_or_port():
 def test_unsupported_or_incomplete_urls_are_refused(url):
     with pytest.raises(ValueError):
         parse_database_url(url)
+
+
+def _settings_in_a_fresh_process(**env):
+    """Import the settings module in a new interpreter with ``env`` set."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import contracteval_site.settings as s; print(s.DEBUG, s.SUITE_UPLOAD_MAX_BYTES)"
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("DEBUG", "maybe"),
+        ("SERVE_STATIC", "sometimes"),
+        ("SUITE_UPLOAD_MAX_BYTES", "lots"),
+        ("DATABASE_URL", "mysql://x/y"),
+        ("LOG_LEVEL", "loud"),
+    ],
+)
+def test_an_unreadable_setting_stops_the_start_naming_the_variable(variable, value):
+    done = _settings_in_a_fresh_process(**{variable: value})
+    assert done.returncode != 0
+    assert "ImproperlyConfigured" in done.stderr and variable in done.stderr
+
+
+def test_booleans_accept_the_usual_words_and_empty_means_the_default():
+    assert _settings_in_a_fresh_process(DEBUG="on").stdout.split()[0] == "True"
+    assert _settings_in_a_fresh_process(DEBUG="0").stdout.split()[0] == "False"
+    assert _settings_in_a_fresh_process(DEBUG="").stdout.split()[0] == "False"

@@ -1,0 +1,210 @@
+"""Reads of contracts: all rows of one contract in a fixed number of queries, its
+exported document, snapshots for the audit history, and the project listings.
+
+:func:`load_contract_rows` fetches a contract's rows whatever the number of nodes;
+every function of :mod:`audit.selectors.workspace` works on what it returns.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Count, Max, Q
+
+from ..models import Contract, Edge, Invariant, Node, Project, Query, ReviewStatus, Span
+
+CONTRACT_FORMAT = "contracteval.contract/v1"
+
+
+@dataclass
+class ContractRows:
+    contract: Contract
+    text: str
+    nodes: list[Node]
+    spans: dict[int, list[Span]]  # node pk -> spans
+    edges: list[Edge]
+    invariants: list[Invariant]
+    invariant_spans: dict[int, list[Span]]
+    applies_to: dict[int, list[int]]  # invariant pk -> node pks
+    queries: list[Query]
+    by_pk: dict[int, Node] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.by_pk = {n.pk: n for n in self.nodes}
+
+
+def load_contract_rows(contract: Contract) -> ContractRows:
+    """All rows of ``contract`` in six queries."""
+    nodes = list(Node.objects.filter(contract=contract).order_by("position", "pk"))
+    spans: dict[int, list[Span]] = defaultdict(list)
+    invariant_spans: dict[int, list[Span]] = defaultdict(list)
+    for s in Span.objects.filter(
+        Q(node__contract=contract) | Q(invariant__contract=contract)
+    ).order_by("position", "pk"):
+        if s.node_id is not None:
+            spans[s.node_id].append(s)
+        else:
+            invariant_spans[s.invariant_id].append(s)
+    invariants = list(Invariant.objects.filter(contract=contract).order_by("position", "pk"))
+    applies_to: dict[int, list[int]] = defaultdict(list)
+    through = Invariant.applies_to.through
+    for inv_pk, node_pk in through.objects.filter(invariant__contract=contract).values_list(
+        "invariant_id", "node_id"
+    ):
+        applies_to[inv_pk].append(node_pk)
+    return ContractRows(
+        contract=contract,
+        text=contract.artifact.text,
+        nodes=nodes,
+        spans=spans,
+        edges=list(Edge.objects.filter(contract=contract).order_by("position", "pk")),
+        invariants=invariants,
+        invariant_spans=invariant_spans,
+        applies_to=applies_to,
+        queries=list(Query.objects.filter(contract=contract).order_by("position", "pk")),
+    )
+
+
+def _span_dict(text: str, s: Span) -> dict[str, Any]:
+    return {"start": s.start, "end": s.end, "quote": text[s.start : s.end]}
+
+
+def document_from_rows(rows: ContractRows, *, include_rejected: bool = False) -> dict[str, Any]:
+    """The ``contracteval.contract/v1`` document of the rows (see :func:`contract_document`)."""
+    c, text = rows.contract, rows.text
+    kept = {n.pk for n in rows.nodes if include_rejected or not n.is_rejected}
+
+    def exported_parent(node: Node) -> str | None:
+        seen: set[int] = set()
+        parent_pk = node.parent_id
+        while parent_pk is not None and parent_pk not in kept and parent_pk not in seen:
+            seen.add(parent_pk)
+            parent_pk = rows.by_pk[parent_pk].parent_id
+        return rows.by_pk[parent_pk].node_id if parent_pk in kept else None
+
+    doc: dict[str, Any] = {"format": CONTRACT_FORMAT, "id": c.key}
+    if c.title:
+        doc["title"] = c.title
+    if c.domain:
+        doc["domain"] = c.domain
+    artifact: dict[str, Any] = {"text": text}
+    if c.artifact.media_type:
+        artifact["media_type"] = c.artifact.media_type
+    doc["artifact"] = artifact
+    doc["nodes"] = [
+        {
+            "id": n.node_id,
+            "type": n.type,
+            "label": n.label,
+            "description": n.description,
+            "required": n.required,
+            "explicit": n.explicit,
+            "combine": n.combine,
+            "parent": exported_parent(n),
+            "evidence": [_span_dict(text, s) for s in rows.spans.get(n.pk, [])],
+            "meta": n.meta,
+        }
+        for n in rows.nodes
+        if n.pk in kept
+    ]
+    doc["edges"] = [
+        {
+            "source": rows.by_pk[e.source_id].node_id,
+            "target": rows.by_pk[e.target_id].node_id,
+            "kind": e.kind,
+        }
+        for e in rows.edges
+        if e.source_id in kept and e.target_id in kept
+    ]
+    invariants = []
+    for inv in rows.invariants:
+        d: dict[str, Any] = {
+            "id": inv.inv_id,
+            "label": inv.label,
+            "description": inv.description,
+            "evidence": [_span_dict(text, s) for s in rows.invariant_spans.get(inv.pk, [])],
+            "applies_to": [
+                rows.by_pk[pk].node_id for pk in rows.applies_to.get(inv.pk, []) if pk in kept
+            ],
+        }
+        if inv.machine_check is not None:
+            d["check"] = inv.machine_check
+        invariants.append(d)
+    doc["invariants"] = invariants
+    doc["queries"] = [
+        {"id": q.query_id, "text": q.text, "intents": q.intents, "branches": q.branches}
+        for q in rows.queries
+    ]
+    return doc
+
+
+def contract_document(contract: Contract, *, include_rejected: bool = False) -> dict[str, Any]:
+    """The contract as exported: canonical form, every default written.
+
+    Rejected nodes are left out: a node below a rejected node gets its nearest kept
+    ancestor as parent, and edges and ``applies_to`` entries that name a rejected node
+    are dropped. Proposed nodes are part of a draft and are exported.
+    """
+    return document_from_rows(load_contract_rows(contract), include_rejected=include_rejected)
+
+
+def node_snapshot(node: Node) -> dict[str, Any]:
+    """A node's values as the audit history records them."""
+    return {
+        "id": node.node_id,
+        "type": node.type,
+        "label": node.label,
+        "description": node.description,
+        "required": node.required,
+        "explicit": node.explicit,
+        "combine": node.combine,
+        "parent": node.parent.node_id if node.parent_id else None,
+        "meta": node.meta,
+        "evidence": [[s.start, s.end] for s in node.spans.all()],
+        "review_status": node.review_status,
+        "version": node.version,
+    }
+
+
+def invariant_snapshot(inv: Invariant) -> dict[str, Any]:
+    """An invariant's values as the audit history records them."""
+    return {
+        "id": inv.inv_id,
+        "label": inv.label,
+        "description": inv.description,
+        "applies_to": [n.node_id for n in inv.applies_to.all()],
+        "check": inv.machine_check,
+        "evidence": [[s.start, s.end] for s in inv.spans.all()],
+    }
+
+
+def projects_for_user(user) -> list[Project]:
+    return list(
+        Project.objects.filter(memberships__user=user)
+        .annotate(contract_count=Count("contracts", distinct=True))
+        .order_by("name")
+    )
+
+
+def project_contracts(project: Project) -> list[Contract]:
+    """The newest version of each contract of ``project``, with review counts."""
+    latest = (
+        Contract.objects.filter(project=project)
+        .values("key")
+        .annotate(v=Max("version"))
+        .values_list("key", "v")
+    )
+    wanted = Q(pk__in=[])
+    for key, version in latest:
+        wanted |= Q(key=key, version=version)
+    return list(
+        Contract.objects.filter(Q(project=project) & wanted)
+        .select_related("artifact")
+        .annotate(
+            node_count=Count("nodes", filter=~Q(nodes__review_status=ReviewStatus.REJECTED)),
+            proposed_count=Count("nodes", filter=Q(nodes__review_status=ReviewStatus.PROPOSED)),
+        )
+        .order_by("key")
+    )

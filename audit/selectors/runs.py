@@ -1,0 +1,117 @@
+"""Reads of runs and batches: what may be run, the run list and inbox filters, the
+reviewer inbox, a run's trace cut into pieces, and a batch's per-family table."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Exists, OuterRef, QuerySet, Subquery
+
+from ..models import FAMILY_FIELDS, Contract, ContractStatus, Project, ReviewVerdict, Run, RunStatus
+from .workspace import cut_text
+
+
+def runnable_contracts(project: Project) -> list[Contract]:
+    """The audited contract versions of ``project`` with their queries (newest first)."""
+    return list(
+        Contract.objects.filter(project=project, status=ContractStatus.AUDITED)
+        .prefetch_related("queries")
+        .order_by("key", "-version")
+    )
+
+
+def annotate_latest_verdict(qs: QuerySet[Run]) -> QuerySet[Run]:
+    latest = ReviewVerdict.objects.filter(run=OuterRef("pk")).order_by("-created_at", "-pk")
+    return qs.annotate(
+        latest_agrees=Subquery(latest.values("agrees")[:1]),
+        latest_note=Subquery(latest.values("note")[:1]),
+        latest_reviewer=Subquery(latest.values("reviewer__username")[:1]),
+        has_verdict=Exists(latest),
+    )
+
+
+def filter_runs(qs: QuerySet[Run], params: Mapping[str, Any]) -> QuerySet[Run]:
+    """Filters shared by the inbox, the run list and the API (unknown values match none)."""
+    if params.get("contract"):
+        qs = qs.filter(contract__key=params["contract"])
+    if params.get("query"):
+        qs = qs.filter(query_key=params["query"])
+    if params.get("model"):
+        qs = qs.filter(model_name=params["model"])
+    if params.get("status"):
+        qs = qs.filter(status=params["status"])
+    if params.get("verdict"):
+        qs = qs.filter(verdict=params["verdict"])
+    family = params.get("family")
+    if family:
+        col = FAMILY_FIELDS.get(family)
+        qs = qs.filter(**{f"{col}__gt": 0}) if col else qs.none()
+    reviewed = params.get("reviewed")
+    if reviewed in ("yes", "no"):
+        qs = annotate_latest_verdict(qs).filter(has_verdict=reviewed == "yes")
+    return qs
+
+
+def inbox(project: Project, params: Mapping[str, Any] | None = None) -> QuerySet[Run]:
+    """Failed (non_clean) finished runs of ``project``, with their latest verdict."""
+    qs = Run.objects.filter(project=project, status=RunStatus.DONE, verdict="non_clean")
+    qs = filter_runs(qs, params or {})
+    return annotate_latest_verdict(qs.select_related("contract")).defer(
+        "observed", "overlay", "report"
+    )
+
+
+def inbox_choices(project: Project) -> dict[str, list[str]]:
+    """The values the inbox filters offer."""
+    base = Run.objects.filter(project=project, status=RunStatus.DONE, verdict="non_clean")
+    return {
+        "contract": sorted(set(base.values_list("contract__key", flat=True))),
+        "query": sorted(set(base.values_list("query_key", flat=True))),
+        "model": sorted({m for m in base.values_list("model_name", flat=True) if m}),
+        "family": list(FAMILY_FIELDS),
+    }
+
+
+def trace_segments(text: str, nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The trace cut at every observed span boundary: ``[{text, ids, status}]``."""
+    marks: list[tuple[int, int, str, str]] = []
+    for o in nodes:
+        for sp in o.get("spans") or o.get("evidence") or []:
+            start, end = int(sp["start"]), int(sp["end"])
+            if 0 <= start < end <= len(text):
+                marks.append((start, end, o["id"], o.get("status", "")))
+    return [
+        {
+            "text": text[a:b],
+            "ids": " ".join(marks[i][2] for i in inside),
+            "status": marks[inside[0]][3] if inside else "",
+        }
+        for a, b, inside in cut_text(text, [(m[0], m[1]) for m in marks])
+    ]
+
+
+@dataclass
+class FamilyBar:
+    name: str
+    cases: int
+    detection: float | None
+    localization: float | None
+    exact: float | None
+
+
+def family_rows(scores: Mapping[str, Any]) -> list[FamilyBar]:
+    """The per-family table (ALGORITHMS.md §6), the clean row last, for the page."""
+    rows = [
+        FamilyBar(
+            fam, r["cases"], r["detection"], r.get("localization"), r.get("exact_localization")
+        )
+        for fam, r in scores.get("per_family", {}).items()
+    ]
+    clean = scores.get("clean") or {}
+    if clean.get("cases"):
+        rows.append(
+            FamilyBar("clean (specificity)", clean["cases"], clean["specificity"], None, None)
+        )
+    return rows

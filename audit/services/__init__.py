@@ -1,0 +1,95 @@
+"""Every write that spans rows: atomic, and each one appends an :class:`AuditRecord`.
+
+Services take keyword arguments (``node_confirm(node=…, user=…)``), check that the
+contract may change (an audited contract is read-only), write, and record the values
+before and after. They raise :class:`ServiceError` with a message fit for the user.
+One module per concern; this package re-exports their public names, so callers write
+``services.node_confirm(...)`` without knowing which room holds it.
+"""
+
+from .batches import (
+    CONTRACTEVAL,
+    EVALUATORS,
+    NO_LLM_FOR_JUDGES,
+    batch_create,
+    batch_execute,
+    fixture_suite_dir,
+    judge_of,
+)
+from .common import LLMRetry, ServiceError, llm_config
+from .contracts import (
+    CONTRACT_DETAILS,
+    contract_create,
+    contract_import,
+    contract_mark_audited,
+    contract_new_version,
+    contract_start,
+    contract_submit_for_review,
+    contract_update_details,
+)
+from .edges import edge_create, edge_delete
+from .invariants import invariant_create, invariant_delete, invariant_update
+from .nodes import (
+    node_add_evidence,
+    node_confirm,
+    node_create,
+    node_reject,
+    node_update,
+    span_delete,
+)
+from .proposals import (
+    PROPOSERS,
+    ProposalRetry,
+    contract_apply_proposals,
+    contract_request_proposals,
+    proposal_run_execute,
+)
+from .queries import query_delete, query_document, query_save
+from .runs import NO_LLM_FOR_INVARIANTS, input_hash, run_create, run_execute, run_retry
+from .verdicts import verdict_record
+
+__all__ = [
+    "CONTRACTEVAL",
+    "CONTRACT_DETAILS",
+    "EVALUATORS",
+    "NO_LLM_FOR_INVARIANTS",
+    "NO_LLM_FOR_JUDGES",
+    "PROPOSERS",
+    "LLMRetry",
+    "ProposalRetry",
+    "ServiceError",
+    "batch_create",
+    "batch_execute",
+    "contract_apply_proposals",
+    "contract_create",
+    "contract_import",
+    "contract_mark_audited",
+    "contract_new_version",
+    "contract_request_proposals",
+    "contract_start",
+    "contract_submit_for_review",
+    "contract_update_details",
+    "edge_create",
+    "edge_delete",
+    "fixture_suite_dir",
+    "input_hash",
+    "invariant_create",
+    "invariant_delete",
+    "invariant_update",
+    "judge_of",
+    "llm_config",
+    "node_add_evidence",
+    "node_confirm",
+    "node_create",
+    "node_reject",
+    "node_update",
+    "proposal_run_execute",
+    "query_delete",
+    "query_document",
+    "query_save",
+    "run_create",
+    "run_execute",
+    "run_retry",
+    "span_delete",
+    "verdict_record",
+]

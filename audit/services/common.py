@@ -1,0 +1,112 @@
+"""What every service shares: the error it raises, the audit record it appends, the
+read-only rule of audited contracts, span and position helpers, the LLM settings."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from django.db.models import Max, QuerySet
+from django.utils import timezone
+
+from matching.llm.config import LLMConfig
+
+from ..models import AuditRecord, Contract, ContractStatus
+
+logger = logging.getLogger(__name__)
+
+
+class ServiceError(Exception):
+    """A change that cannot be made; the message is shown to the user as it is."""
+
+
+class LLMRetry(Exception):
+    """A transient LLM failure (rate limit, 5xx, timeout) of a run or judge batch that
+    outlived the client's own retries: the job is queued again and the Celery task
+    retries it; on the task's last attempt the job fails with the reason instead."""
+
+
+def actor(user: Any) -> Any:
+    """The user to store as the author (None for an anonymous or missing user)."""
+    return user if user is not None and user.is_authenticated else None
+
+
+def record(
+    contract: Contract,
+    user: Any,
+    action: str,
+    object_type: str,
+    object_id: str = "",
+    *,
+    before: Any = None,
+    after: Any = None,
+) -> AuditRecord:
+    """Append one entry to the contract's audit history."""
+    return AuditRecord.objects.create(
+        contract=contract,
+        user=actor(user),
+        action=action,
+        object_type=object_type,
+        object_id=object_id,
+        before=before,
+        after=after,
+    )
+
+
+def editable(contract: Contract) -> None:
+    """Raise unless ``contract`` may change (an audited contract is read-only)."""
+    if contract.status == ContractStatus.AUDITED:
+        raise ServiceError(
+            f"{contract.key} v{contract.version} is audited and read-only; start a new version"
+            " to change it"
+        )
+
+
+def touch(contract: Contract) -> None:
+    Contract.objects.filter(pk=contract.pk).update(updated_at=timezone.now())
+
+
+def check_span(contract: Contract, start: int, end: int) -> tuple[int, int]:
+    """``(start, end)`` inside the artifact, without surrounding whitespace."""
+    text = contract.artifact.text
+    if not (0 <= start < end <= len(text)):
+        raise ServiceError(f"span [{start}, {end}) is outside the artifact (length {len(text)})")
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if start == end:
+        raise ServiceError("the selection is only whitespace")
+    return start, end
+
+
+def next_position(qs: QuerySet[Any]) -> int:
+    top = qs.aggregate(m=Max("position"))["m"]
+    return 0 if top is None else top + 1
+
+
+def unique_node_id(contract: Contract, wanted: str, taken: set[str] | None = None) -> str:
+    if taken is None:
+        taken = set(contract.nodes.values_list("node_id", flat=True))
+    candidate, n = wanted, 2
+    while candidate in taken:
+        candidate, n = f"{wanted}_{n}", n + 1
+    return candidate
+
+
+def llm_config() -> LLMConfig:
+    """The LLM settings of the environment (a malformed number is a ServiceError)."""
+    try:
+        return LLMConfig.from_env()
+    except ValueError as exc:
+        raise ServiceError(f"LLM settings: {exc}") from None
+
+
+def add_usage(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> dict[str, Any]:
+    """Usage totals of two attempts added up."""
+    out = dict(after)
+    for k, v in (before or {}).items():
+        if isinstance(v, int | float) and isinstance(out.get(k), int | float):
+            out[k] = round(out[k] + v, 3) if isinstance(v, float) else out[k] + v
+    return out

@@ -1,0 +1,271 @@
+"""Proposals: queue a proposer on a draft's artifact, run it (the Celery task calls
+:func:`proposal_run_execute`), and add what it proposes as *proposed* rows."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from matching.extractors import FallbackWarning
+from matching.llm.client import LLMClient, LLMError
+from matching.llm.config import LLMConfig
+from matching.llm.proposer import LLMProposals, get_proposer
+from matching.propose import Proposals
+
+from .. import enqueue
+from ..models import (
+    Contract,
+    Edge,
+    Invariant,
+    Node,
+    ProposalRun,
+    ProposalRunStatus,
+    ReviewStatus,
+    Span,
+)
+from .common import ServiceError, editable, next_position, record, touch, unique_node_id
+
+logger = logging.getLogger(__name__)
+
+
+PROPOSERS = ("heuristic", "llm")
+
+
+class ProposalRetry(Exception):
+    """A transient LLM failure (rate limit, server error, timeout) that outlived the
+    client's own retries. The run is queued again and the Celery task retries it later
+    (``autoretry_for``); on the task's last attempt the run fails instead."""
+
+
+def contract_request_proposals(*, contract: Contract, user, proposer: str = "heuristic"):
+    """Queue a proposal run; the Celery task starts once the transaction commits.
+
+    ``proposer`` is ``"heuristic"`` or ``"llm"``. An LLM run without a configured
+    endpoint is accepted: the heuristic runs and the run says so (``notice``).
+    """
+    editable(contract)
+    if proposer not in PROPOSERS:
+        raise ServiceError(f"unknown proposer {proposer!r}")
+    with transaction.atomic():
+        run = ProposalRun.objects.create(contract=contract, requested_by=user, proposer=proposer)
+        record(
+            contract,
+            user,
+            "request_proposals",
+            "proposal_run",
+            str(run.pk),
+            after={"proposer": proposer},
+        )
+        enqueue.proposals_on_commit(run.pk)
+    return run
+
+
+def _llm_usage(calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """Totals over call records (``matching.llm.client.CallRecord.to_dict()``)."""
+    return {
+        "calls": len(calls),
+        "failed_calls": sum(1 for c in calls if not c.get("ok")),
+        "prompt_tokens": sum(c.get("prompt_tokens") or 0 for c in calls),
+        "completion_tokens": sum(c.get("completion_tokens") or 0 for c in calls),
+        "seconds": round(sum(c.get("latency") or 0.0 for c in calls), 3),
+    }
+
+
+def proposal_run_execute(*, run_id: int, final_attempt: bool = True) -> ProposalRun:
+    """Run a queued proposal run (called by the Celery task).
+
+    Records what actually ran (``used_proposer``), and for an LLM run the model, the
+    discarded proposals with their reasons and the calls' tokens and latency. A
+    transient LLM failure raises :class:`ProposalRetry` with the run queued again,
+    unless ``final_attempt``: then, like any other failure, the run fails with the
+    reason.
+    """
+    with transaction.atomic():
+        run = (
+            ProposalRun.objects.select_for_update(of=("self",))
+            .select_related("contract__artifact", "requested_by")
+            .get(pk=run_id)
+        )
+        if run.status in (ProposalRunStatus.DONE, ProposalRunStatus.FAILED):
+            return run
+        run.status = ProposalRunStatus.RUNNING
+        run.attempts += 1
+        run.save(update_fields=["status", "attempts"])
+    contract = run.contract
+    client: LLMClient | None = None
+    first_call = 0
+    retry: ProposalRetry | None = None
+    try:
+        editable(contract)
+        try:
+            config = LLMConfig.from_env()
+        except ValueError as exc:  # a malformed CONTRACTEVAL_LLM_* number
+            raise ServiceError(f"LLM settings: {exc}") from None
+        if run.proposer == "llm" and config.configured:
+            client = LLMClient.shared(config)  # the one get_proposer uses
+            first_call = len(client.calls)
+            run.model_name = config.model
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", FallbackWarning)
+            propose = get_proposer(run.proposer, config)
+        for w in caught:
+            if issubclass(w.category, FallbackWarning):
+                run.notice = str(w.message)
+            else:
+                warnings.warn(w.message, w.category, stacklevel=1)
+        proposals = propose(contract.artifact.text)
+        run.used_proposer = proposals.proposer
+        if isinstance(proposals, LLMProposals):
+            run.model_name = proposals.model
+            run.discarded = [d.to_dict() for d in proposals.discarded]
+        nodes, edges = contract_apply_proposals(
+            contract=contract, user=run.requested_by, proposals=proposals
+        )
+    except ServiceError as exc:
+        run.status, run.error = ProposalRunStatus.FAILED, str(exc)
+    except LLMError as exc:
+        where = client.config.describe() if client else "the LLM"
+        if exc.transient and not final_attempt:
+            run.status, run.error = ProposalRunStatus.QUEUED, ""
+            run.notice = f"attempt {run.attempts} failed, will retry: {exc.reason}"
+            retry = ProposalRetry(exc.reason)
+        else:
+            logger.warning("proposal run %s failed at %s: %s", run.pk, where, exc.reason)
+            run.status, run.error = ProposalRunStatus.FAILED, f"{where}: {exc.reason}"
+    else:
+        run.status, run.created_nodes, run.created_edges = ProposalRunStatus.DONE, nodes, edges
+        if run.notice.startswith("attempt "):
+            run.notice = ""  # a retry note from an earlier attempt that no longer applies
+    if client is not None:
+        run.llm_calls = [*run.llm_calls, *(c.to_dict() for c in client.calls[first_call:])]
+        run.usage = _llm_usage(run.llm_calls)
+    if retry is None:
+        run.finished_at = timezone.now()
+    run.save(
+        update_fields=[
+            "status",
+            "error",
+            "created_nodes",
+            "created_edges",
+            "finished_at",
+            "used_proposer",
+            "model_name",
+            "notice",
+            "discarded",
+            "usage",
+            "llm_calls",
+        ]
+    )
+    if retry is not None:
+        raise retry
+    return run
+
+
+def contract_apply_proposals(*, contract: Contract, user, proposals: Proposals) -> tuple[int, int]:
+    """Add proposals as *proposed* nodes (and edges, invariants); returns (nodes, edges).
+
+    A proposal whose evidence is already evidence of a node of the same type is skipped,
+    so running a proposer twice adds nothing new. Ids that are taken get a suffix.
+    """
+    editable(contract)
+    with transaction.atomic():
+        existing = list(contract.nodes.prefetch_related("spans"))
+        taken = {n.node_id for n in existing}
+        seen = {(n.type, s.start, s.end) for n in existing for s in n.spans.all()}
+        inv_seen = {(s.start, s.end) for s in Span.objects.filter(invariant__contract=contract)}
+        inv_taken = set(contract.invariants.values_list("inv_id", flat=True))
+        rename: dict[str, Node] = {}
+        position = next_position(contract.nodes)
+        created: list[tuple[Node, dict[str, Any]]] = []
+        for p in proposals.nodes:
+            spans = [(s["start"], s["end"]) for s in p["evidence"]]
+            if spans and (p["type"], *spans[0]) in seen:
+                continue
+            note = proposals.notes.get(p["id"])
+            node = Node(
+                contract=contract,
+                node_id=unique_node_id(contract, p["id"], taken),
+                type=p["type"],
+                label=p["label"],
+                description=p.get("description", ""),
+                required=p["required"],
+                explicit=p.get("explicit", False),
+                combine=p.get("combine", "all"),
+                meta=p.get("meta", {}),
+                position=position,
+                review_status=ReviewStatus.PROPOSED,
+                proposer=proposals.proposer,
+                score=note.score if note else None,
+                justification=note.justification if note else "",
+            )
+            taken.add(node.node_id)
+            position += 1
+            created.append((node, p))
+        Node.objects.bulk_create([n for n, _ in created])
+        for node, p in created:
+            rename[p["id"]] = node
+        Span.objects.bulk_create(
+            Span(node=node, start=s["start"], end=s["end"], position=j)
+            for node, p in created
+            for j, s in enumerate(p["evidence"])
+        )
+        with_parent = []
+        for node, p in created:
+            if p.get("parent") and p["parent"] in rename:
+                node.parent = rename[p["parent"]]
+                with_parent.append(node)
+        Node.objects.bulk_update(with_parent, ["parent"])
+        edge_position = next_position(contract.edges)
+        new_edges = [
+            Edge(
+                contract=contract,
+                source=rename[e["source"]],
+                target=rename[e["target"]],
+                kind=e["kind"],
+                position=edge_position + i,
+                proposer=proposals.proposer,
+            )
+            for i, e in enumerate(
+                e for e in proposals.edges if e["source"] in rename and e["target"] in rename
+            )
+        ]
+        Edge.objects.bulk_create(new_edges)
+        inv_position = next_position(contract.invariants)
+        for d in proposals.invariants:
+            spans = [(s["start"], s["end"]) for s in d["evidence"]]
+            if spans and spans[0] in inv_seen:
+                continue
+            inv_id = d["id"]
+            n = 2
+            while inv_id in inv_taken:
+                inv_id, n = f"{d['id']}_{n}", n + 1
+            inv_taken.add(inv_id)
+            inv = Invariant.objects.create(
+                contract=contract,
+                inv_id=inv_id,
+                label=d["label"],
+                description=d.get("description", ""),
+                position=inv_position,
+            )
+            inv_position += 1
+            Span.objects.bulk_create(
+                Span(invariant=inv, start=s, end=e, position=j) for j, (s, e) in enumerate(spans)
+            )
+        record(
+            contract,
+            user,
+            "propose",
+            "contract",
+            contract.key,
+            after={
+                "proposer": proposals.proposer,
+                "nodes": [n.node_id for n, _ in created],
+                "edges": len(new_edges),
+            },
+        )
+        touch(contract)
+    return len(created), len(new_edges)

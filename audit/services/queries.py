@@ -1,0 +1,79 @@
+"""Queries of a contract: the user request that conditions it to an expected graph."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from django.db import transaction
+
+from matching.conditioning import condition
+from matching.errors import ContractEvalError
+from matching.formats import contract_from_data
+from matching.validate import audit_contract
+
+from ..models import Contract, Query
+from ..selectors.contracts import contract_document
+from .common import ServiceError, editable, next_position, record, touch
+
+
+def query_document(query_id: str, text: str, intents: Iterable[str], branches: Mapping[str, str]):
+    return {
+        "id": query_id,
+        "text": text,
+        "intents": list(intents),
+        "branches": {k: v for k, v in branches.items() if v},
+    }
+
+
+def query_save(*, contract: Contract, user, document: Mapping[str, Any]) -> Query:
+    """Save (create or replace) a query; the engine must be able to condition on it."""
+    editable(contract)
+    doc = {**contract_document(contract), "queries": []}
+    structure = audit_contract(doc)
+    if structure.errors:
+        raise ServiceError(
+            f"fix the contract's {len(structure.errors)} audit error(s) before saving queries"
+            f" (first: {structure.errors[0].message})"
+        )
+    try:
+        condition(contract_from_data(doc), dict(document))
+    except ContractEvalError as exc:
+        raise ServiceError(exc.message) from exc
+    with transaction.atomic():
+        query = contract.queries.filter(query_id=document["id"]).first()
+        before = None
+        if query is None:
+            query = Query(
+                contract=contract,
+                query_id=document["id"],
+                position=next_position(contract.queries),
+            )
+        else:
+            before = {"text": query.text, "intents": query.intents, "branches": query.branches}
+        query.text = document.get("text", "")
+        query.intents = list(document.get("intents", []))
+        query.branches = dict(document.get("branches", {}))
+        query.save()
+        record(
+            contract,
+            user,
+            "save",
+            "query",
+            query.query_id,
+            before=before,
+            after={"text": query.text, "intents": query.intents, "branches": query.branches},
+        )
+        touch(contract)
+    return query
+
+
+def query_delete(*, query: Query, user) -> None:
+    contract = query.contract
+    editable(contract)
+    with transaction.atomic():
+        before = {"text": query.text, "intents": query.intents, "branches": query.branches}
+        query_id = query.query_id
+        query.delete()
+        record(contract, user, "delete", "query", query_id, before=before)
+        touch(contract)

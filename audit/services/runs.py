@@ -1,0 +1,266 @@
+"""Conformance runs: create one from an upload, evaluate it (the Celery task calls
+:func:`run_execute`), retry a failed one.
+
+A run is created synchronously (input parsed, rendered, validated: a bad input raises
+:class:`ServiceError` with the engine's message and stores nothing), then evaluated by a
+Celery task queued when the transaction commits. The same inputs (contract version,
+query, canonical observed document, mode, extractor) are the same run: :func:`run_create`
+returns the existing one instead of a duplicate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+from django.db import IntegrityError, InterfaceError, OperationalError, transaction
+from django.utils import timezone
+
+from matching.conditioning import condition
+from matching.errors import ContractEvalError
+from matching.evaluate import evaluate_detailed
+from matching.extract import reextract
+from matching.formats import observed_from_data
+from matching.llm.client import LLMClient, LLMError
+from matching.llm.config import LLMConfig
+from matching.llm.judge import judge_invariants
+from matching.overlay import overlay_payload
+from matching.uploads import prepare_input
+from matching.validate import load_contract
+
+from .. import enqueue
+from ..models import (
+    FAMILY_FIELDS,
+    METRIC_FIELDS,
+    AuditRecord,
+    Contract,
+    ContractStatus,
+    ExtractorName,
+    Query,
+    Run,
+    RunMode,
+    RunStatus,
+)
+from ..selectors.contracts import contract_document
+from .common import LLMRetry, ServiceError, actor, add_usage, llm_config
+
+logger = logging.getLogger(__name__)
+
+NO_LLM_FOR_INVARIANTS = (
+    "no LLM endpoint configured (set CONTRACTEVAL_LLM_API_KEY or OPENAI_API_KEY): invariants"
+    " without a machine check cannot be judged, and stay unjudged"
+)
+
+
+def input_hash(
+    contract: Contract,
+    query_key: str,
+    observed: Mapping[str, Any],
+    mode,
+    extractor,
+    judge_invariants: bool = False,
+):
+    canonical = json.dumps(observed, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    h = hashlib.sha256()
+    parts = [
+        f"contract:{contract.pk}:{contract.key}:v{contract.version}",
+        f"query:{query_key}",
+        f"mode:{mode}",
+        f"extractor:{extractor}",
+    ]
+    if judge_invariants:  # only then, so the runs stored before keep their hash
+        parts.append("judge-invariants")
+    for part in (*parts, canonical):
+        h.update(part.encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def run_create(
+    *,
+    contract: Contract,
+    user,
+    query_key: str,
+    kind: str,
+    data: Any,
+    source_kind: str = "auto",
+    mode: str = RunMode.TOKEN,
+    extractor: str = ExtractorName.NONE,
+    model_name: str = "",
+    judge_invariants: bool = False,
+) -> tuple[Run, bool]:
+    """A run of ``contract`` (audited) on one input, queued; ``(run, created)``.
+
+    The same inputs give the existing run (``created`` is False), never a duplicate.
+    ``judge_invariants``: score the invariants that have no machine check and no score
+    in the observed document with the LLM invariant judge (an LLM must be configured).
+    """
+    if judge_invariants and not llm_config().configured:
+        raise ServiceError(NO_LLM_FOR_INVARIANTS)
+    if contract.status != ContractStatus.AUDITED:
+        raise ServiceError(
+            f"{contract.key} v{contract.version} is not audited: runs use audited contracts only"
+        )
+    if mode == RunMode.ORACLE and extractor != ExtractorName.NONE:
+        raise ServiceError("oracle mode uses the gold labels: choose the extractor 'none'")
+    query = Query.objects.filter(contract=contract, query_id=query_key).first()
+    if query is None:
+        raise ServiceError(f"{contract.key} v{contract.version} has no query {query_key!r}")
+    try:
+        prepared = prepare_input(
+            kind=kind,
+            data=data,
+            contract_key=contract.key,
+            query_key=query_key,
+            source_kind=source_kind,
+            extractor=extractor,
+            mode=mode,
+        )
+        condition(load_contract(contract_document(contract)), query_key)
+    except ContractEvalError as exc:
+        raise ServiceError(str(exc)) from exc
+    digest = input_hash(
+        contract, query_key, prepared.observed, mode, prepared.extractor, judge_invariants
+    )
+    existing = Run.objects.filter(input_hash=digest).first()
+    if existing is not None:
+        return existing, False
+    try:
+        with transaction.atomic():
+            run = Run.objects.create(
+                project_id=contract.project_id,
+                contract=contract,
+                query=query,
+                query_key=query_key,
+                input_kind=prepared.kind,
+                observed=prepared.observed,
+                input_hash=digest,
+                mode=mode,
+                extractor=prepared.extractor,
+                model_name=(model_name or "").strip()[:200],
+                judge_invariants=judge_invariants,
+                created_by=actor(user),
+            )
+            AuditRecord.objects.create(
+                contract=contract,
+                user=run.created_by,
+                action="run",
+                object_type="run",
+                object_id=str(run.pk),
+                after={
+                    "query": query_key,
+                    "input": prepared.kind,
+                    "mode": mode,
+                    "extractor": prepared.extractor,
+                    "model": run.model_name,
+                    "judge_invariants": judge_invariants,
+                },
+            )
+            enqueue.run_on_commit(run.pk)
+    except IntegrityError:
+        # a concurrent request stored the same inputs first
+        return Run.objects.get(input_hash=digest), False
+    return run, True
+
+
+def _evaluate(run: Run) -> tuple[dict[str, Any], dict[str, Any] | None, list[str]]:
+    """The report, the overlay payload and warnings of ``run`` (engine only, no writes)."""
+    contract = load_contract(contract_document(run.contract))
+    expected = condition(contract, run.query_key)
+    observed = observed_from_data(run.observed)
+    caught: list[str] = []
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        if run.extractor != ExtractorName.NONE:
+            observed = reextract(observed, run.extractor)
+    caught = [str(w.message) for w in seen]
+    if run.judge_invariants:
+        caught.extend(_judge_unchecked(run, expected, observed))
+    evaluation = evaluate_detailed(expected, observed, mode=run.mode)
+    overlay = overlay_payload(evaluation, observed)
+    return evaluation.report(), overlay, caught
+
+
+def _judge_unchecked(run: Run, expected, observed) -> list[str]:
+    """Score the invariants of G_E without a check and without a score in ``observed``
+    with the LLM invariant judge, merged into ``observed.invariants``; records the
+    model, the scores and the usage on ``run``. Returns warnings. An :class:`LLMError`
+    (after the client's retries) propagates."""
+    config = llm_config()
+    if not config.configured:  # the key went away after the run was queued
+        return [NO_LLM_FOR_INVARIANTS]
+    client = LLMClient(config)
+    run.llm_model = config.model
+    try:
+        scores = judge_invariants(client, expected, observed)
+    finally:
+        run.llm_usage = add_usage(run.llm_usage, client.usage())
+    observed.invariants.update(scores)
+    run.judged_invariants = scores
+    return []
+
+
+def run_execute(*, run_id: int, final_attempt: bool = True) -> Run:
+    """Evaluate a queued run (called by the Celery task); idempotent once finished.
+
+    A transient LLM failure of the invariant judge raises :class:`LLMRetry` with the
+    run queued again, unless ``final_attempt``: then the run fails with the reason.
+    """
+    with transaction.atomic():
+        run = Run.objects.select_for_update(of=("self",)).select_related("contract").get(pk=run_id)
+        if run.is_finished:
+            return run
+        run.status, run.started_at = RunStatus.RUNNING, timezone.now()
+        run.attempts += 1
+        run.save(update_fields=["status", "started_at", "attempts"])
+    try:
+        report, overlay, caught = _evaluate(run)
+    except (OperationalError, InterfaceError):
+        raise  # transient: the task retries
+    except LLMError as exc:
+        if exc.transient and not final_attempt:
+            run.status, run.error = RunStatus.QUEUED, ""
+            run.save(update_fields=["status", "error", "llm_model", "llm_usage"])
+            raise LLMRetry(exc.reason) from exc
+        where = LLMConfig.from_env().describe()
+        logger.warning("run %s failed at the LLM endpoint %s: %s", run.pk, where, exc.reason)
+        run.status, run.error = RunStatus.FAILED, f"{where}: {exc.reason}"
+    except (ContractEvalError, ValueError) as exc:
+        run.status, run.error = RunStatus.FAILED, str(exc)
+    except Exception as exc:  # noqa: BLE001 - any engine crash is shown on the run
+        logger.exception("run %s failed with an internal error", run.pk)
+        run.status, run.error = RunStatus.FAILED, f"internal error: {type(exc).__name__}: {exc}"
+    else:
+        run.status, run.error = RunStatus.DONE, ""
+        run.report, run.overlay, run.warnings = report, overlay, caught
+        run.verdict = report["verdict"]
+        run.failure_count = len(report["failures"])
+        for family, col in FAMILY_FIELDS.items():
+            setattr(run, col, sum(1 for f in report["failures"] if f["family"] == family))
+        for m in METRIC_FIELDS:
+            setattr(run, m, report["metrics"].get(m))
+    run.finished_at = timezone.now()
+    run.save()
+    return run
+
+
+def run_retry(*, run: Run, user) -> Run:
+    """Queue a failed run again (its inputs are unchanged, so it stays the same run)."""
+    if run.status != RunStatus.FAILED:
+        raise ServiceError("only a failed run can be retried")
+    with transaction.atomic():
+        Run.objects.filter(pk=run.pk).update(status=RunStatus.QUEUED, error="", finished_at=None)
+        AuditRecord.objects.create(
+            contract=run.contract,
+            user=actor(user),
+            action="retry",
+            object_type="run",
+            object_id=str(run.pk),
+        )
+        enqueue.run_on_commit(run.pk)
+    run.refresh_from_db()
+    return run

@@ -1,0 +1,109 @@
+"""Suite batches: the list and the new-batch form, a batch's scores and its progress poll."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from .. import services
+from ..forms import BatchForm
+from ..permissions import BATCH, RUN, batch_for, has_role, project_for
+from ..selectors import runs as run_reads
+from .common import poll
+from .runs import FAMILY_NAMES
+
+
+def _batches_context(project, membership, form=None, error=""):
+    return {
+        "project": project,
+        "membership": membership,
+        "batches": list(project.batches.defer("archive")[:50]),
+        "form": form or BatchForm(),
+        "can_batch": has_role(membership.role, BATCH),
+        "error": error,
+        "fixture_suite": f"fixtures/{services.fixture_suite_dir().name}",
+    }
+
+
+@login_required
+@require_GET
+def batch_list(request, slug):
+    project, membership = project_for(request.user, slug, RUN)
+    return render(request, "audit/batches.html", _batches_context(project, membership))
+
+
+@login_required
+@require_POST
+def batch_create(request, slug):
+    project, membership = project_for(request.user, slug, BATCH)
+    form = BatchForm(request.POST, request.FILES)
+    error = ""
+    if form.is_valid():
+        upload = form.cleaned_data.get("suite")
+        archive = None
+        if upload is not None:
+            from django.conf import settings
+
+            if upload.size > settings.SUITE_UPLOAD_MAX_BYTES:
+                error = f"the archive is larger than {settings.SUITE_UPLOAD_MAX_BYTES:,} bytes"
+            else:
+                archive = upload.read()
+        if not error:
+            try:
+                batch = services.batch_create(
+                    project=project,
+                    user=request.user,
+                    mode=form.cleaned_data["mode"],
+                    extractor=form.cleaned_data["extractor"],
+                    archive=archive,
+                    name=upload.name if upload is not None else "",
+                    judge=services.judge_of(form.cleaned_data["evaluator"]),
+                )
+            except services.ServiceError as exc:
+                error = str(exc)
+            else:
+                return redirect("audit:batch_detail", pk=batch.pk)
+    ctx = _batches_context(project, membership, form=form, error=error)
+    return render(request, "audit/batches.html", ctx, status=400)
+
+
+def _batch_context(batch, membership):
+    scores = batch.scores or {}
+    return {
+        "project": batch.project,
+        "membership": membership,
+        "batch": batch,
+        "scores": scores,
+        "rows": run_reads.family_rows(scores) if scores else [],
+        "family_names": FAMILY_NAMES,
+        "judge_label": dict(services.EVALUATORS).get(f"judge-{batch.judge}", "")
+        if batch.judge
+        else "",
+    }
+
+
+@login_required
+@require_GET
+def batch_detail(request, pk):
+    batch, membership = batch_for(request.user, pk)
+    return render(request, "audit/batch.html", _batch_context(batch, membership))
+
+
+@login_required
+@require_GET
+def batch_status(request, pk):
+    batch, _ = batch_for(request.user, pk)
+    return poll(request, batch, "audit:batch_detail", "audit/batch.html#progress", {"batch": batch})
+
+
+@login_required
+@require_GET
+def batch_scores(request, pk):
+    batch, _ = batch_for(request.user, pk)
+    if batch.scores is None:
+        raise Http404("this batch has no scores yet")
+    response = JsonResponse(batch.scores, json_dumps_params={"indent": 1})
+    response["Content-Disposition"] = f'attachment; filename="batch-{batch.pk}-scores.json"'
+    return response

@@ -1,0 +1,45 @@
+"""What every view shares: htmx detection, the workspace URL, one-line form errors,
+downloads, and the status poll of queued work."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+
+
+def is_htmx(request: HttpRequest) -> bool:
+    return request.headers.get("HX-Request") == "true"
+
+
+def workspace_url(contract: Any, node: Any = None) -> str:
+    url = reverse("audit:workspace", args=[contract.pk])
+    return f"{url}?node={node.node_id}" if node is not None else url
+
+
+def form_errors(form: Any) -> str:
+    """Every error of ``form`` in one line, each named by its field's label."""
+    parts = []
+    for name, errors in form.errors.items():
+        label = form[name].label if name in form.fields else ""
+        parts += [f"{label}: {e}" if label else str(e) for e in errors]
+    return "; ".join(parts)
+
+
+def attachment(body: str, content_type: str, filename: str) -> HttpResponse:
+    response = HttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+def poll(request: HttpRequest, obj: Any, detail: str, partial: str, ctx: dict) -> HttpResponse:
+    """A status poll: the partial while work goes on, then a redirect to the detail page
+    (``HX-Redirect`` for htmx; a plain request goes there at once)."""
+    url = reverse(detail, args=[obj.pk])
+    if not is_htmx(request):
+        return redirect(url)
+    if obj.is_finished:
+        return HttpResponse(status=204, headers={"HX-Redirect": url})
+    return render(request, partial, ctx)

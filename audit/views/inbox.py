@@ -1,0 +1,58 @@
+"""The reviewer inbox: failed runs with their latest verdict, filtered and exported."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from ..permissions import RUN, project_for
+from ..selectors import exports
+from ..selectors import runs as run_reads
+from .common import attachment
+from .runs import FAMILY_NAMES
+
+INBOX_FILTERS = ("contract", "query", "family", "model", "reviewed")
+
+
+@login_required
+@require_GET
+def inbox(request, slug):
+    project, membership = project_for(request.user, slug, RUN)
+    params = {k: request.GET.get(k, "") for k in INBOX_FILTERS}
+    qs = run_reads.inbox(project, params)
+    page = Paginator(qs, 50).get_page(request.GET.get("page"))
+    query = "&".join(f"{k}={v}" for k, v in params.items() if v)
+    return render(
+        request,
+        "audit/inbox.html",
+        {
+            "project": project,
+            "membership": membership,
+            "page": page,
+            "params": params,
+            "choices": run_reads.inbox_choices(project),
+            "family_names": FAMILY_NAMES,
+            "filter_query": query,
+        },
+    )
+
+
+@login_required
+@require_GET
+def inbox_export(request, slug, fmt):
+    if fmt not in ("json", "csv"):
+        raise Http404("export as .json or .csv")
+    project, _ = project_for(request.user, slug, RUN)
+    params = {k: request.GET.get(k, "") for k in INBOX_FILTERS}
+    rows = [exports.run_row(r) for r in run_reads.inbox(project, params)]
+    if fmt == "csv":
+        fields = list(rows[0]) if rows else None
+        body = exports.rows_csv(rows, fields)
+        return attachment(body, "text/csv; charset=utf-8", f"{project.slug}-inbox.csv")
+    body = json.dumps({"project": project.slug, "filters": params, "runs": rows}, indent=1)
+    return attachment(body + "\n", "application/json; charset=utf-8", f"{project.slug}-inbox.json")

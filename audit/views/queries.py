@@ -1,0 +1,96 @@
+"""Queries in the workspace: the live preview of a query's expected graph, save, delete."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import QueryDict
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from .. import services
+from ..forms import QueryForm
+from ..models import Query
+from ..permissions import EDIT, VIEW, contract_for
+from ..selectors import contracts as contract_reads
+from ..selectors import workspace as ws
+from .common import is_htmx, workspace_url
+from .workspace import workspace_context
+
+
+def _query_state(request, contract, data):
+    rows = contract_reads.load_contract_rows(contract)
+    form = QueryForm(data, intents=ws.intent_choices(rows))
+    intents = data.getlist("intents") if data else []
+    preview = ws.query_preview(rows, intents, form.branches() if data else {})
+    return form, preview
+
+
+@login_required
+@require_GET
+def query_preview(request, pk):
+    contract, membership = contract_for(request.user, pk, VIEW)
+    data = request.GET.copy()
+    if "load" in data:
+        query = get_object_or_404(Query, pk=data["load"], contract=contract)
+        data = _query_data(query)
+    form, preview = _query_state(request, contract, data)
+    ctx = workspace_context(request, contract, membership, query_form=form, preview=preview)
+    if not is_htmx(request):  # a plain link: the whole workspace, queries tab open
+        return render(request, "audit/workspace.html", {**ctx, "open_tab": "queries"})
+    return render(request, "audit/workspace.html#queries", ctx)
+
+
+def _query_data(query: Query):
+
+    data = QueryDict(mutable=True)
+    data["query_id"], data["text"] = query.query_id, query.text
+    data.setlist("intents", query.intents)
+    for decision, outcome in query.branches.items():
+        data[f"{QueryForm.BRANCH_PREFIX}{decision}"] = outcome
+    return data
+
+
+@login_required
+@require_POST
+def query_save(request, pk):
+    contract, membership = contract_for(request.user, pk, EDIT)
+    form, preview = _query_state(request, contract, request.POST)
+    error = ""
+    if not form.is_valid():
+        error = "give the query an id and a text"
+    elif preview.expected is None:
+        error = preview.error or "choose an outcome for every active decision"
+    else:
+        document = services.query_document(
+            form.cleaned_data["query_id"],
+            form.cleaned_data["text"],
+            form.cleaned_data["intents"],
+            preview.branches,
+        )
+        try:
+            services.query_save(contract=contract, user=request.user, document=document)
+        except services.ServiceError as exc:
+            error = str(exc)
+    if not is_htmx(request):
+        if error:
+            messages.error(request, error)
+        return redirect(workspace_url(contract))
+    ctx = workspace_context(request, contract, membership, query_form=form, preview=preview)
+    ctx["query_error"], ctx["query_saved"] = error, not error
+    return render(request, "audit/_update_queries.html", ctx, status=422 if error else 200)
+
+
+@login_required
+@require_POST
+def query_delete(request, pk, query_pk):
+    contract, membership = contract_for(request.user, pk, EDIT)
+    query = get_object_or_404(Query, pk=query_pk, contract=contract)
+    try:
+        services.query_delete(query=query, user=request.user)
+    except services.ServiceError as exc:
+        messages.error(request, str(exc))
+    if not is_htmx(request):
+        return redirect(workspace_url(contract))
+    ctx = workspace_context(request, contract, membership)
+    return render(request, "audit/_update_queries.html", ctx)

@@ -1,0 +1,217 @@
+"""Runs: the run list and the new-run form, a run's report page, its status poll,
+downloads, the reviewer's verdict and retrying a failed run."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from .. import services
+from ..forms import RunForm, VerdictForm
+from ..models import METRIC_FIELDS, RunStatus
+from ..permissions import RUN, VERDICT, has_role, project_for, run_for
+from ..selectors import exports
+from ..selectors import runs as run_reads
+from .common import attachment, poll
+
+METRIC_NAMES = {
+    "required_recall": "Required recall",
+    "observed_precision": "Observed precision",
+    "edge_conformance": "Edge conformance",
+    "branch_correctness": "Branch correctness",
+    "invariant_score": "Invariants",
+    "output_validity": "Output validity",
+}
+
+
+FAMILY_NAMES = {
+    "wrong_branch": "Wrong branch",
+    "omission": "Omission",
+    "ordering": "Ordering",
+    "extra_action": "Extra action",
+    "invariant_violation": "Invariant violation",
+    "output_contract": "Output contract",
+}
+
+
+def _runs_context(project, membership, request, form=None, error=""):
+    contracts = run_reads.runnable_contracts(project)
+    params = {
+        k: request.GET.get(k, "") for k in ("status", "verdict", "contract", "query", "model")
+    }
+    qs = run_reads.filter_runs(
+        project.runs.select_related("contract").defer("observed", "overlay", "report"), params
+    )
+    page = Paginator(qs, 50).get_page(request.GET.get("page"))
+    return {
+        "project": project,
+        "membership": membership,
+        "form": form or RunForm(contracts=contracts),
+        "has_contracts": bool(contracts),
+        "page": page,
+        "params": params,
+        "error": error,
+        "statuses": RunStatus.choices,
+    }
+
+
+@login_required
+@require_GET
+def run_list(request, slug):
+    project, membership = project_for(request.user, slug, RUN)
+    return render(request, "audit/runs.html", _runs_context(project, membership, request))
+
+
+@login_required
+@require_POST
+def run_create(request, slug):
+    project, membership = project_for(request.user, slug, RUN)
+    contracts = run_reads.runnable_contracts(project)
+    form = RunForm(request.POST, request.FILES, contracts=contracts)
+    error = ""
+    if form.is_valid():
+        d = form.cleaned_data
+        contract = next((c for c in contracts if c.pk == d["contract_pk"]), None)
+        if contract is None:
+            error = "choose an audited contract of this project"
+        else:
+            try:
+                run, created = services.run_create(
+                    contract=contract,
+                    user=request.user,
+                    query_key=d["query_key"],
+                    kind=d["input_kind"],
+                    data=d["payload"],
+                    source_kind=d["source_kind"],
+                    mode=d["mode"],
+                    extractor=d["extractor"],
+                    model_name=d["model_name"],
+                    judge_invariants=bool(d.get("judge_invariants")),
+                )
+            except services.ServiceError as exc:
+                error = str(exc)
+            else:
+                if not created:
+                    messages.info(
+                        request, f"The same inputs were already run: this is run {run.pk}."
+                    )
+                return redirect("audit:run_detail", pk=run.pk)
+    ctx = _runs_context(project, membership, request, form=form, error=error)
+    return render(request, "audit/runs.html", ctx, status=400)
+
+
+def _run_context(run, membership, verdict_form=None, verdict_error=""):
+    report = run.report or {}
+    overlay = run.overlay
+    if overlay is not None:
+        trace_text = overlay.get("trace", {}).get("text", "")
+        observed_nodes = overlay.get("observed", [])
+    else:
+        trace_text = (run.observed.get("source") or {}).get("text", "")
+        observed_nodes = run.observed.get("nodes", [])
+    metrics = [
+        (
+            METRIC_NAMES[m],
+            getattr(run, m),
+            None if getattr(run, m) is None else round(getattr(run, m) * 100),
+        )
+        for m in METRIC_FIELDS
+    ]
+    return {
+        "project": run.project,
+        "membership": membership,
+        "run": run,
+        "report": report,
+        "failures": [
+            {**f, "index": i, "name": FAMILY_NAMES.get(f["family"], f["family"])}
+            for i, f in enumerate(report.get("failures", []))
+        ],
+        "metrics": metrics,
+        "payload": overlay,
+        "segments": run_reads.trace_segments(trace_text, observed_nodes),
+        "observed_nodes": observed_nodes,
+        "verdicts": list(run.verdicts.select_related("reviewer")),
+        "can_verdict": has_role(membership.role, VERDICT),
+        "verdict_form": verdict_form or VerdictForm(),
+        "verdict_error": verdict_error,
+    }
+
+
+@login_required
+@require_GET
+def run_detail(request, pk):
+    run, membership = run_for(request.user, pk)
+    return render(request, "audit/run.html", _run_context(run, membership))
+
+
+@login_required
+@require_GET
+def run_status(request, pk):
+    """Polled by htmx while the run is queued or running; then the page reloads."""
+    run, _ = run_for(request.user, pk)
+    return poll(request, run, "audit:run_detail", "audit/run.html#status", {"run": run})
+
+
+@login_required
+@require_GET
+def run_report(request, pk):
+    run, _ = run_for(request.user, pk)
+    if run.report is None:
+        raise Http404("this run has no report yet")
+    body = json.dumps(run.report, indent=1, ensure_ascii=False) + "\n"
+    return attachment(body, "application/json; charset=utf-8", f"run-{run.pk}-report.json")
+
+
+@login_required
+@require_GET
+def run_export(request, pk, fmt):
+    if fmt not in ("json", "csv"):
+        raise Http404("export as .json or .csv")
+    run, _ = run_for(request.user, pk)
+    if fmt == "csv":
+        return attachment(exports.run_csv(run), "text/csv; charset=utf-8", f"run-{run.pk}.csv")
+    body = json.dumps(exports.run_export(run), indent=1, ensure_ascii=False) + "\n"
+    return attachment(body, "application/json; charset=utf-8", f"run-{run.pk}.json")
+
+
+@login_required
+@require_POST
+def run_verdict(request, pk):
+    run, membership = run_for(request.user, pk, VERDICT)
+    form = VerdictForm(request.POST)
+    error = ""
+    if form.is_valid():
+        try:
+            services.verdict_record(
+                run=run,
+                user=request.user,
+                agrees=form.cleaned_data["agrees"],
+                note=form.cleaned_data["note"],
+            )
+        except services.ServiceError as exc:
+            error = str(exc)
+        else:
+            messages.success(request, f"Verdict recorded on run {run.pk}.")
+            return redirect(f"{reverse('audit:run_detail', args=[run.pk])}#verdicts")
+    else:
+        error = "choose whether you agree with the report"
+    ctx = _run_context(run, membership, verdict_form=form, verdict_error=error)
+    return render(request, "audit/run.html", ctx, status=400)
+
+
+@login_required
+@require_POST
+def run_retry(request, pk):
+    run, _ = run_for(request.user, pk, RUN)
+    try:
+        services.run_retry(run=run, user=request.user)
+    except services.ServiceError as exc:
+        messages.error(request, str(exc))
+    return redirect("audit:run_detail", pk=run.pk)

@@ -1,0 +1,174 @@
+"""Uploads of an agent's work, parsed into one observed document (no Django).
+
+An upload is an observed document, an OpenAI chat transcript, a τ-bench action list or
+pasted text (a trace or a final response). :func:`prepare_input` recognises the kind,
+renders anything that is not already an observed document to trace text (see
+:mod:`matching.importers`), and checks the result against the observed schema: a bad
+upload raises :class:`~matching.errors.ContractEvalError` naming what is wrong.
+
+>>> doc = prepare_input(kind="auto", data="I refunded the order.", contract_key="c",
+...                     query_key="q1")
+>>> (doc.kind, doc.extractor, doc.observed["source"]["kind"], doc.observed["output"])
+('text', 'heuristic', 'response', 'I refunded the order.')
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ContractEvalError
+from .formats import OBSERVED, read_observed
+from .importers import detect_kind, render
+
+# The values a caller may pass (the web app stores them as its own choices).
+INPUT_KINDS = ("observed", "text", "openai", "tau_bench")
+MODES = ("oracle", "token")
+EXTRACTORS = ("none", "heuristic", "llm")
+SOURCE_KINDS = ("response", "trace")
+# A rendered trace opens its lines with the speaker in brackets; pasted text that does
+# is a trace, not a final response.
+_EVENT = re.compile(r"^\[(?:system|user|assistant|tool|result)\] ", re.MULTILINE)
+
+
+@dataclass
+class PreparedInput:
+    """One upload, ready to evaluate."""
+
+    kind: str  # one of INPUT_KINDS
+    observed: dict[str, Any]  # a contracteval.observed/v1 document
+    extractor: str
+
+
+def _parse_json(raw: str | bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ContractEvalError(
+            f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", rule="json"
+        ) from None
+    except UnicodeDecodeError:
+        raise ContractEvalError("not UTF-8 text", rule="json") from None
+
+
+def prepare_input(
+    *,
+    kind: str,
+    data: Any,
+    contract_key: str,
+    query_key: str,
+    source_kind: str = "auto",
+    extractor: str = "none",
+    mode: str = "token",
+) -> PreparedInput:
+    """Parse, render and validate one input; raises :class:`ContractEvalError`.
+
+    ``kind`` is one of :data:`INPUT_KINDS` or ``auto`` (JSON that is an observed document, a
+    chat transcript or an action list is recognised; anything else is pasted text).
+    ``data`` is text (``str``/``bytes``) or already-parsed JSON.
+    """
+    if mode not in MODES:
+        raise ContractEvalError(f"unknown mode {mode!r}: expected oracle or token", rule="mode")
+    if extractor not in EXTRACTORS:
+        raise ContractEvalError(
+            f"unknown extractor {extractor!r}: expected none, heuristic or llm", rule="extractor"
+        )
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ContractEvalError("not UTF-8 text", rule="text") from None
+    if kind == "auto":
+        parsed = None
+        if isinstance(data, str):
+            stripped = data.strip()
+            if stripped[:1] in ("{", "["):
+                try:
+                    parsed = json.loads(stripped)
+                except json.JSONDecodeError as exc:
+                    # Text that opens like JSON is almost always a broken upload, not an
+                    # agent's answer: say so rather than evaluate it as prose.
+                    raise ContractEvalError(
+                        f"this looks like JSON but is not valid JSON ({exc.msg} at line"
+                        f" {exc.lineno} column {exc.colno}); fix it, or choose the input kind"
+                        " 'Pasted response or trace' to evaluate it as text",
+                        rule="json",
+                    ) from None
+        else:
+            parsed = data
+        if parsed is None:
+            kind = "text"
+        else:
+            kind, data = detect_kind(parsed), parsed
+    if kind not in INPUT_KINDS:
+        raise ContractEvalError(
+            f"unknown input kind {kind!r}: expected observed, text, openai or tau_bench",
+            rule="input-kind",
+        )
+    if kind == "observed":
+        if isinstance(data, str):
+            data = _parse_json(data)
+        read_observed(data)  # schema, ids and steps: the engine's message on failure
+        doc = dict(data)
+        return PreparedInput(kind=kind, observed=doc, extractor=extractor)
+    if kind != "text" and isinstance(data, str):
+        data = _parse_json(data)
+    text = render(kind, data)
+    if source_kind == "auto":
+        source_kind = "trace" if kind != "text" or _EVENT.search(text) else "response"
+    if source_kind not in SOURCE_KINDS:
+        raise ContractEvalError(
+            f"unknown source kind {source_kind!r}: expected response or trace", rule="source-kind"
+        )
+    if mode == "oracle":
+        raise ContractEvalError(
+            "oracle mode needs an observed document with gold labels; rendered text is"
+            " extracted, so use token mode",
+            rule="mode",
+        )
+    if extractor == "none":
+        extractor = "heuristic"  # text has no nodes until it is extracted
+    doc = {
+        "format": OBSERVED,
+        "contract": contract_key,
+        "query": query_key,
+        "source": {"kind": source_kind, "text": text},
+        "nodes": [],
+    }
+    output = _final_output(kind, data, text, source_kind)
+    if output:
+        doc["output"] = output
+    read_observed(doc)
+    return PreparedInput(kind=kind, observed=doc, extractor=extractor)
+
+
+def _final_output(kind: str, data: Any, text: str, source_kind: str) -> str | None:
+    """The agent's final answer, checked against output requirements: the last assistant
+    message of a transcript, the last ``respond`` of an action list, or a pasted response."""
+    if kind == "text":
+        return text.strip() if source_kind == "response" else None
+    items = (
+        data.get("messages" if kind == "openai" else "actions")
+        if isinstance(data, Mapping)
+        else data
+    )
+    for item in reversed(list(items or [])):
+        if not isinstance(item, Mapping):
+            continue
+        if kind == "openai" and item.get("role") == "assistant":
+            content = item.get("content")
+            if isinstance(content, list):
+                content = "\n".join(
+                    p.get("text", "") if isinstance(p, Mapping) else str(p) for p in content
+                )
+            if isinstance(content, str) and content.strip():
+                return content.strip()
+        if kind == "tau_bench" and item.get("name") == "respond":
+            kwargs = item.get("kwargs") or item.get("arguments") or {}
+            content = kwargs.get("content") if isinstance(kwargs, Mapping) else None
+            if isinstance(content, str) and content.strip():
+                return content.strip()
+    return None
