@@ -14,11 +14,12 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from . import services
+from .guards import LimitedJSONParser
 from .models import Batch, Contract, Project, Query, Run
 from .permissions import BATCH, IMPORT, RUN, VERDICT, ProjectRole, project_for, require, roles_of
 from .selectors import exports
@@ -93,13 +94,13 @@ class ContractViewSet(viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT}, description="The contract document.")
     @action(detail=True, methods=["get"])
-    def export(self, request, pk=None):
+    def export(self, request, pk=None, format=None):
         """The ``contracteval.contract/v1`` document of this version."""
         return Response(contract_document(self.get_object()))
 
     @extend_schema(request=ContractImportSerializer, responses={201: ContractSerializer})
     @action(detail=False, methods=["post"], url_path="import", url_name="import")
-    def import_(self, request):
+    def import_(self, request, format=None):
         """Import a contract document into a project (reviewer role); an existing id
         becomes its next version. A document with an error is not stored (400)."""
         body = ContractImportSerializer(data=request.data)
@@ -165,7 +166,7 @@ class RunViewSet(
     ``verdict``, ``family``, ``reviewed``.
     """
 
-    parser_classes = [JSONParser, FormParser, MultiPartParser]
+    parser_classes = [LimitedJSONParser, FormParser, MultiPartParser]
     permission_classes = [IsAuthenticated, ProjectRole]
     required_roles = {"verdicts:POST": VERDICT}
 
@@ -228,7 +229,7 @@ class RunViewSet(
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get"])
-    def report(self, request, pk=None):
+    def report(self, request, pk=None, format=None):
         """The ``contracteval.report/v1`` of a finished run (404 until it is done)."""
         run = self.get_object()
         if run.report is None:
@@ -237,13 +238,13 @@ class RunViewSet(
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get"])
-    def export(self, request, pk=None):
+    def export(self, request, pk=None, format=None):
         """The run as one JSON document: inputs, status, report, verdicts."""
         return Response(exports.run_export(self.get_object()))
 
     @extend_schema(request=VerdictSerializer, responses={200: VerdictSerializer(many=True)})
     @action(detail=True, methods=["get", "post"], serializer_class=VerdictSerializer)
-    def verdicts(self, request, pk=None):
+    def verdicts(self, request, pk=None, format=None):
         """Reviewer verdicts on the run; POST ``{agrees, note}`` (reviewer role)."""
         run = self.get_object()
         if request.method == "GET":
@@ -277,7 +278,7 @@ class BatchViewSet(
     which needs a configured LLM endpoint (400 naming it otherwise, nothing stored)."""
 
     serializer_class = BatchSerializer
-    parser_classes = [JSONParser, FormParser, MultiPartParser]
+    parser_classes = [LimitedJSONParser, FormParser, MultiPartParser]
     permission_classes = [IsAuthenticated, ProjectRole]
 
     def get_queryset(self) -> QuerySet[Batch]:

@@ -12,6 +12,9 @@ urlpatterns = [
     path("", include("audit.urls")),
 ]
 
+# an oversized request gets a 413 naming the limit instead of a bare "Bad Request"
+handler400 = "audit.guards.bad_request"
+
 if settings.SERVE_STATIC:
     # The app serves its own (small) static files unless a web server does it.
     urlpatterns.append(

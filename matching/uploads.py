@@ -23,6 +23,7 @@ from typing import Any
 from .errors import ContractEvalError
 from .formats import OBSERVED, read_observed
 from .importers import detect_kind, render
+from .input_limits import MAX_DEPTH, check_json
 
 # The values a caller may pass (the web app stores them as its own choices).
 INPUT_KINDS = ("observed", "text", "openai", "tau_bench")
@@ -52,6 +53,12 @@ def _parse_json(raw: str | bytes) -> Any:
         ) from None
     except UnicodeDecodeError:
         raise ContractEvalError("not UTF-8 text", rule="json") from None
+    except RecursionError:
+        raise _too_deep() from None
+
+
+def _too_deep() -> ContractEvalError:
+    return ContractEvalError(f"the input is nested deeper than {MAX_DEPTH} levels", rule="depth")
 
 
 def prepare_input(
@@ -88,6 +95,8 @@ def prepare_input(
             if stripped[:1] in ("{", "["):
                 try:
                     parsed = json.loads(stripped)
+                except RecursionError:
+                    raise _too_deep() from None
                 except json.JSONDecodeError as exc:
                     # Text that opens like JSON is almost always a broken upload, not an
                     # agent's answer: say so rather than evaluate it as prose.
@@ -99,6 +108,9 @@ def prepare_input(
                     ) from None
         else:
             parsed = data
+        if parsed is not None:
+            # the schema checks and renderers recurse per level: stop a deep input here
+            check_json(parsed, what="the input", strings=False)
         if parsed is None:
             kind = "text"
         else:
@@ -111,11 +123,14 @@ def prepare_input(
     if kind == "observed":
         if isinstance(data, str):
             data = _parse_json(data)
+        check_json(data, what="the input", strings=False)
         read_observed(data)  # schema, ids and steps: the engine's message on failure
         doc = dict(data)
         return PreparedInput(kind=kind, observed=doc, extractor=extractor)
     if kind != "text" and isinstance(data, str):
         data = _parse_json(data)
+    if kind != "text":
+        check_json(data, what="the input", strings=False)
     text = render(kind, data)
     if source_kind == "auto":
         source_kind = "trace" if kind != "text" or _EVENT.search(text) else "response"

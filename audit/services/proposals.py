@@ -28,6 +28,7 @@ from ..models import (
     Span,
 )
 from .common import ServiceError, editable, next_position, record, touch, unique_node_id
+from .concurrency import locked_contract, retry_on_lock
 
 logger = logging.getLogger(__name__)
 
@@ -41,16 +42,17 @@ class ProposalRetry(Exception):
     (``autoretry_for``); on the task's last attempt the run fails instead."""
 
 
+@retry_on_lock
 def contract_request_proposals(*, contract: Contract, user, proposer: str = "heuristic"):
     """Queue a proposal run; the Celery task starts once the transaction commits.
 
     ``proposer`` is ``"heuristic"`` or ``"llm"``. An LLM run without a configured
     endpoint is accepted: the heuristic runs and the run says so (``notice``).
     """
-    editable(contract)
     if proposer not in PROPOSERS:
         raise ServiceError(f"unknown proposer {proposer!r}")
     with transaction.atomic():
+        contract = locked_contract(contract.pk)
         run = ProposalRun.objects.create(contract=contract, requested_by=user, proposer=proposer)
         record(
             contract,
@@ -171,8 +173,8 @@ def contract_apply_proposals(*, contract: Contract, user, proposals: Proposals) 
     A proposal whose evidence is already evidence of a node of the same type is skipped,
     so running a proposer twice adds nothing new. Ids that are taken get a suffix.
     """
-    editable(contract)
     with transaction.atomic():
+        contract = locked_contract(contract.pk)
         existing = list(contract.nodes.prefetch_related("spans"))
         taken = {n.node_id for n in existing}
         seen = {(n.type, s.start, s.end) for n in existing for s in n.spans.all()}

@@ -9,19 +9,29 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from matching.propose import suggest_id
 
 from .. import services
-from ..forms import ContractDetailsForm, EdgeForm, NewNodeForm, NodeForm, QueryForm, SpanForm
+from ..forms import (
+    ContractDetailsForm,
+    EdgeForm,
+    EvidenceForm,
+    NewNodeForm,
+    NodeForm,
+    QueryForm,
+    ReviewForm,
+    SpanForm,
+    VersionForm,
+)
 from ..models import Edge, Node, NodeType, Span
 from ..permissions import EDIT, REVIEW, VIEW, contract_for, has_role
 from ..selectors import contracts as contract_reads
 from ..selectors import workspace as ws
-from .common import is_htmx, workspace_url
+from .common import error_status, form_errors, is_htmx, workspace_url
 
 
 def workspace_context(
@@ -45,7 +55,7 @@ def workspace_context(
     detail = ws.node_detail(rows, selected) if selected else None
     node_pks = {n.node_id: n.pk for n in rows.nodes}
     if query_form is None:
-        query_form = QueryForm(intents=ws.intent_choices(rows))
+        query_form = QueryForm(intents=ws.intent_choices(rows), initial={"version": 0})
     if preview is None:
         preview = ws.query_preview(rows, [], {})
     return {
@@ -74,7 +84,11 @@ def workspace_context(
         "detail": detail,
         "panel": panel,
         "form": form,
-        "edge_form": EdgeForm(contract=contract, node=selected) if detail and writable else None,
+        "edge_form": EdgeForm(
+            contract=contract, node=selected, initial={"version": selected.version}
+        )
+        if detail and writable
+        else None,
         "error": error,
         "query_form": query_form,
         "preview": preview,
@@ -84,6 +98,7 @@ def workspace_context(
                 "title": contract.title,
                 "domain": contract.domain,
                 "media_type": contract.artifact.media_type,
+                "version": contract.details_version,
             },
             current=contract.artifact.media_type,
         )
@@ -140,7 +155,7 @@ def node_edit(request, pk, node_pk):
                     node=node,
                     user=request.user,
                     data=form.cleaned_data,
-                    expected_version=form.cleaned_data["version"] or node.version,
+                    expected_version=form.cleaned_data["version"],
                 )
             except services.ServiceError as exc:
                 return respond(
@@ -149,7 +164,7 @@ def node_edit(request, pk, node_pk):
                     membership,
                     node=node,
                     error=str(exc),
-                    status=422,
+                    status=error_status(exc),
                     panel="edit",
                     form=form,
                 )
@@ -171,15 +186,19 @@ def node_edit(request, pk, node_pk):
 def node_review(request, pk, node_pk):
     contract, membership = contract_for(request.user, pk, EDIT)
     node = get_object_or_404(Node, pk=node_pk, contract=contract)
-    action = {"confirm": services.node_confirm, "reject": services.node_reject}.get(
-        request.POST.get("action", "")
-    )
-    if action is None:
-        return respond(request, contract, membership, node=node, error="unknown action", status=422)
+    form = ReviewForm(request.POST)
+    if not form.is_valid():
+        return respond(
+            request, contract, membership, node=node, error=form_errors(form), status=422
+        )
+    action = {"confirm": services.node_confirm, "reject": services.node_reject}
     try:
-        action(node=node, user=request.user)
+        action[form.cleaned_data["action"]](
+            node=node, user=request.user, expected_version=form.cleaned_data["version"]
+        )
     except services.ServiceError as exc:
-        return respond(request, contract, membership, node=node, error=str(exc), status=422)
+        status = error_status(exc)
+        return respond(request, contract, membership, node=node, error=str(exc), status=status)
     return respond(request, contract, membership, node=node)
 
 
@@ -210,7 +229,15 @@ def node_new(request, pk):
                     form=form,
                 )
             return respond(request, contract, membership, node=node)
-        return respond(request, contract, membership, status=422, panel="new", form=form)
+        return respond(
+            request,
+            contract,
+            membership,
+            status=422,
+            panel="new",
+            form=form,
+            error=form_errors(form),
+        )
     span = SpanForm(request.GET)
     if not span.is_valid() or not is_htmx(request):
         return redirect(workspace_url(contract))
@@ -237,15 +264,23 @@ def node_new(request, pk):
 def node_evidence(request, pk, node_pk):
     contract, membership = contract_for(request.user, pk, EDIT)
     node = get_object_or_404(Node, pk=node_pk, contract=contract)
-    form = SpanForm(request.POST)
+    form = EvidenceForm(request.POST)
     if not form.is_valid():
         return respond(
-            request, contract, membership, node=node, error="select some text first", status=422
+            request, contract, membership, node=node, error=form_errors(form), status=422
         )
+    data = form.cleaned_data
     try:
-        services.node_add_evidence(node=node, user=request.user, **form.cleaned_data)
+        services.node_add_evidence(
+            node=node,
+            user=request.user,
+            start=data["start"],
+            end=data["end"],
+            expected_version=data["version"],
+        )
     except services.ServiceError as exc:
-        return respond(request, contract, membership, node=node, error=str(exc), status=422)
+        status = error_status(exc)
+        return respond(request, contract, membership, node=node, error=str(exc), status=status)
     return respond(request, contract, membership, node=node)
 
 
@@ -260,10 +295,17 @@ def span_delete(request, pk, span_pk):
     owner = span.node or span.invariant
     if owner is None or owner.contract_id != contract.pk:
         return HttpResponse(status=404)
+    form = VersionForm(request.POST)
+    if not form.is_valid():
+        error = form_errors(form)
+        return respond(request, contract, membership, node=span.node, error=error, status=422)
     try:
-        services.span_delete(span=span, user=request.user)
+        services.span_delete(
+            span=span, user=request.user, expected_version=form.cleaned_data["version"]
+        )
     except services.ServiceError as exc:
-        return respond(request, contract, membership, node=span.node, error=str(exc), status=422)
+        status = error_status(exc)
+        return respond(request, contract, membership, node=span.node, error=str(exc), status=status)
     return respond(request, contract, membership, node=span.node)
 
 
@@ -275,16 +317,23 @@ def edge_create(request, pk, node_pk):
     form = EdgeForm(request.POST, contract=contract, node=node)
     if not form.is_valid():
         return respond(
-            request, contract, membership, node=node, error="choose a node and a kind", status=422
+            request, contract, membership, node=node, error=form_errors(form), status=422
         )
     other, kind = form.cleaned_data["other"], form.cleaned_data["kind"]
     source, target = (node, other) if form.cleaned_data["direction"] == "out" else (other, node)
     try:
         services.edge_create(
-            contract=contract, user=request.user, source=source, target=target, kind=kind
+            contract=contract,
+            user=request.user,
+            source=source,
+            target=target,
+            kind=kind,
+            node=node,
+            expected_version=form.cleaned_data["version"],
         )
     except services.ServiceError as exc:
-        return respond(request, contract, membership, node=node, error=str(exc), status=422)
+        status = error_status(exc)
+        return respond(request, contract, membership, node=node, error=str(exc), status=status)
     return respond(request, contract, membership, node=node)
 
 
@@ -295,9 +344,20 @@ def edge_delete(request, pk, edge_pk):
     edge = get_object_or_404(
         Edge.objects.select_related("source", "target"), pk=edge_pk, contract=contract
     )
-    node = get_object_or_404(Node, pk=request.POST.get("node") or edge.source_id, contract=contract)
+    node_pk = request.POST.get("node") or str(edge.source_id)
+    if not node_pk.isdigit():
+        raise Http404("no such node")
+    node = get_object_or_404(Node, pk=int(node_pk), contract=contract)
+    form = VersionForm(request.POST)
+    if not form.is_valid():
+        return respond(
+            request, contract, membership, node=node, error=form_errors(form), status=422
+        )
     try:
-        services.edge_delete(edge=edge, user=request.user)
+        services.edge_delete(
+            edge=edge, user=request.user, expected_version=form.cleaned_data["version"]
+        )
     except services.ServiceError as exc:
-        return respond(request, contract, membership, node=node, error=str(exc), status=422)
+        status = error_status(exc)
+        return respond(request, contract, membership, node=node, error=str(exc), status=status)
     return respond(request, contract, membership, node=node)
