@@ -242,8 +242,14 @@ class RunViewSet(
         """The run as one JSON document: inputs, status, report, verdicts."""
         return Response(exports.run_export(self.get_object()))
 
-    @extend_schema(request=VerdictSerializer, responses={200: VerdictSerializer(many=True)})
-    @action(detail=True, methods=["get", "post"], serializer_class=VerdictSerializer)
+    @extend_schema(methods=["GET"], responses={200: VerdictSerializer(many=True)})
+    @extend_schema(methods=["POST"], request=VerdictSerializer, responses={201: VerdictSerializer})
+    @action(
+        detail=True,
+        methods=["get", "post"],
+        serializer_class=VerdictSerializer,
+        pagination_class=None,  # every verdict of the run, as a list (so documented)
+    )
     def verdicts(self, request, pk=None, format=None):
         """Reviewer verdicts on the run; POST ``{agrees, note}`` (reviewer role)."""
         run = self.get_object()

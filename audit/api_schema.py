@@ -18,7 +18,11 @@ DETAIL = {
 VALIDATION = {
     "type": "object",
     "additionalProperties": {
-        "oneOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}, {}]
+        "anyOf": [
+            {"type": "array", "items": {"type": "string"}},
+            {"type": "string"},
+            {"type": "object"},
+        ]
     },
 }
 ERRORS = {
