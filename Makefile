@@ -40,6 +40,8 @@ run: install
 	$(BIN)/python manage.py load_demo
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
+# mypy checks matching/, audit/ and the settings ([tool.mypy] in pyproject.toml), the
+# Django code with the django-stubs and DRF plugins.
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

@@ -19,6 +19,7 @@ def enqueue_run(run_id: int) -> None:
     from .tasks import execute_run
 
     execute_run.delay(run_id)
+    logger.info("queued run %s", run_id)
 
 
 def enqueue_batch(batch_id: int) -> None:
@@ -26,6 +27,7 @@ def enqueue_batch(batch_id: int) -> None:
     from .tasks import execute_batch
 
     execute_batch.delay(batch_id)
+    logger.info("queued batch %s", batch_id)
 
 
 def enqueue_proposals(run_id: int) -> None:
@@ -33,6 +35,7 @@ def enqueue_proposals(run_id: int) -> None:
     from .tasks import run_proposals
 
     run_proposals.delay(run_id)
+    logger.info("queued proposal run %s", run_id)
 
 
 # The lambdas look the senders up when the transaction commits, so a test (or a

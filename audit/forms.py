@@ -13,6 +13,14 @@ from .services.common import ServiceError, llm_config
 MAX_TRACE_BYTES = 10 * 1024 * 1024
 NO_LLM_SHORT = "no LLM endpoint configured"
 
+
+def _choice_field(form: forms.Form, name: str) -> forms.ChoiceField:
+    """A choice field of ``form``, whose choices depend on the form's arguments."""
+    field = form.fields[name]
+    assert isinstance(field, forms.ChoiceField)
+    return field
+
+
 id_validator = RegexValidator(
     ID_REGEX, "letters, digits and _ . : - only, starting with a letter or digit"
 )
@@ -27,7 +35,8 @@ class ImportForm(forms.Form):
     MAX_BYTES = 20 * 1024 * 1024
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         upload = data.get("file")
         if upload:
             if upload.size > self.MAX_BYTES:
@@ -63,7 +72,8 @@ class SpanForm(forms.Form):
     end = _span_bound("end", 1)
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         if "start" in data and "end" in data and data["start"] >= data["end"]:
             raise forms.ValidationError(
                 f"a span must end after it starts (start {data['start']}, end {data['end']})"
@@ -73,6 +83,16 @@ class SpanForm(forms.Form):
 
 class EvidenceForm(SpanForm):
     version = version_field()
+
+
+class NoVersion:
+    """For a form that creates an object: nothing to base the change on."""
+
+    fields: dict
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields.pop("version", None)
 
 
 class VersionForm(forms.Form):
@@ -139,13 +159,13 @@ class NodeForm(forms.Form):
         }
 
 
-class NewNodeForm(NodeForm):
+class NewNodeForm(NoVersion, NodeForm):
     start = _span_bound("start", 0, hidden=True)
     end = _span_bound("end", 1, hidden=True)
-    version = None  # a new node has no version yet
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         if "start" in data and "end" in data and data["start"] >= data["end"]:
             raise forms.ValidationError(
                 f"a span must end after it starts (start {data['start']}, end {data['end']})"
@@ -194,10 +214,9 @@ class InvariantForm(forms.Form):
         return check
 
 
-class NewInvariantForm(InvariantForm):
+class NewInvariantForm(NoVersion, InvariantForm):
     start = _span_bound("start", 0, hidden=True)
     end = _span_bound("end", 1, hidden=True)
-    version = None  # a new invariant has no version yet
 
 
 class QueryForm(forms.Form):
@@ -212,7 +231,7 @@ class QueryForm(forms.Form):
 
     def __init__(self, *args, intents=(), **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["intents"].choices = [(n.node_id, n.label) for n in intents]
+        _choice_field(self, "intents").choices = [(n.node_id, n.label) for n in intents]
 
     def branches(self) -> dict[str, str]:
         """The outcome chosen for each decision (fields named ``branch:<decision>``)."""
@@ -243,10 +262,13 @@ class ContractDetailsForm(forms.Form):
         super().__init__(*args, **kwargs)
         # a contract imported with another (or no) media type may keep it
         if current is not None and current not in dict(MEDIA_TYPES):
-            self.fields["media_type"].choices = [*MEDIA_TYPES, (current, current or "(none)")]
+            _choice_field(self, "media_type").choices = [
+                *MEDIA_TYPES,
+                (current, current or "(none)"),
+            ]
 
 
-class NewContractForm(ContractDetailsForm):
+class NewContractForm(NoVersion, ContractDetailsForm):
     """A draft contract over a new instruction artifact (pasted text or a file)."""
 
     key = forms.CharField(
@@ -274,7 +296,6 @@ class NewContractForm(ContractDetailsForm):
     )
 
     MAX_BYTES = 1024 * 1024  # 1 MiB of UTF-8
-    version = None  # a new contract
 
     field_order = ["title", "key", "domain", "media_type", "text", "file", "propose", "proposer"]
 
@@ -308,7 +329,8 @@ class NewContractForm(ContractDetailsForm):
         return text
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         text, upload = data.get("text", ""), data.get("file")
         if "file" in self.errors or "text" in self.errors:
             return data
@@ -382,10 +404,11 @@ class RunForm(forms.Form):
             ]
             if options:
                 groups.append((f"{c.display_title} v{c.version}", options))
-        self.fields["target"].choices = groups
+        _choice_field(self, "target").choices = groups
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         upload = data.get("file")
         if upload is not None:
             if upload.size > MAX_TRACE_BYTES:

@@ -35,8 +35,12 @@ class ProjectSerializer(serializers.ModelSerializer):
 
 
 class ContractSerializer(serializers.ModelSerializer):
-    project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    queries = serializers.SlugRelatedField(slug_field="query_id", many=True, read_only=True)
+    project: serializers.SlugRelatedField[Project] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
+    queries: serializers.SlugRelatedField[Query] = serializers.SlugRelatedField(
+        slug_field="query_id", many=True, read_only=True
+    )
     export_url = serializers.HyperlinkedIdentityField(view_name="api:contract-export")
 
     class Meta:
@@ -64,7 +68,9 @@ class ContractImportSerializer(serializers.Serializer):
 class QuerySerializer(serializers.ModelSerializer):
     id = serializers.IntegerField(source="pk", read_only=True)
     query = serializers.CharField(source="query_id")
-    contract = serializers.PrimaryKeyRelatedField(read_only=True)
+    contract: serializers.PrimaryKeyRelatedField[Contract] = serializers.PrimaryKeyRelatedField(
+        read_only=True
+    )
 
     class Meta:
         model = Query
@@ -72,14 +78,18 @@ class QuerySerializer(serializers.ModelSerializer):
 
 
 class RunSerializer(serializers.ModelSerializer):
-    project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    project: serializers.SlugRelatedField[Project] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
     contract_key = serializers.CharField(source="contract.key", read_only=True)
     contract_version = serializers.IntegerField(source="contract.version", read_only=True)
     query = serializers.CharField(source="query_key", read_only=True)
     model = serializers.CharField(source="model_name", read_only=True)
     families = serializers.ListField(child=serializers.CharField(), read_only=True)
     metrics = serializers.SerializerMethodField()
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
     url = serializers.HyperlinkedIdentityField(view_name="api:run-detail")
     report_url = serializers.HyperlinkedIdentityField(view_name="api:run-report")
 
@@ -151,7 +161,9 @@ class RunCreateSerializer(serializers.Serializer):
 
 
 class VerdictSerializer(serializers.ModelSerializer):
-    reviewer = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    reviewer: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
 
     class Meta:
         model = ReviewVerdict
@@ -160,7 +172,9 @@ class VerdictSerializer(serializers.ModelSerializer):
 
 
 class BatchSerializer(serializers.ModelSerializer):
-    project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    project: serializers.SlugRelatedField[Project] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
     # "" is the engine itself (no LLM judge): part of the documented values
     judge = serializers.ChoiceField(
         choices=[("", "ContractEval"), *JudgeKind.choices], read_only=True

@@ -11,8 +11,8 @@ runs with no servers at all (SQLite, Celery tasks in-process):
   number and URL is checked when the app starts: a value that cannot be read (``DEBUG=
   maybe``) stops it with an error naming the variable, never a silent default.
 - ``ALLOWED_HOSTS``: comma-separated; default ``127.0.0.1,localhost``.
-- ``SERVE_STATIC``: the app serves its own static files (default on; turn off behind a
-  web server that serves ``STATIC_ROOT``).
+- ``SERVE_STATIC``: the app serves its own static files with WhiteNoise (default on;
+  turn off behind a web server that serves ``STATIC_ROOT``).
 - ``HTTPS``: ``1`` behind HTTPS (with ``DEBUG`` off): secure cookies, a redirect to
   HTTPS and HSTS (``HSTS_SECONDS``, ``HSTS_INCLUDE_SUBDOMAINS``, ``HSTS_PRELOAD``);
   ``SECURE_PROXY_SSL_HEADER=1`` trusts a proxy's ``X-Forwarded-Proto: https``.
@@ -165,6 +165,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "django_filters",
+    "django_htmx",
     "axes",
     "audit",
 ]
@@ -180,6 +182,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
     # last, as django-axes asks: it turns a locked-out login into its lockout answer
     "axes.middleware.AxesMiddleware",
 ]
@@ -239,6 +242,13 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 SERVE_STATIC = env.bool("SERVE_STATIC", default=True)
+if SERVE_STATIC:
+    # WhiteNoise serves the (small) static files from the app process, with caching
+    # headers, straight from the finders: no collectstatic step before `make run`.
+    MIDDLEWARE.insert(1, "whitenoise.middleware.WhiteNoiseMiddleware")
+    WHITENOISE_USE_FINDERS = True
+    WHITENOISE_AUTOREFRESH = DEBUG
+    STATIC_ROOT.mkdir(exist_ok=True)  # empty until collectstatic; WhiteNoise warns if absent
 
 # The REST API (audit/api.py): token or session auth, the UI's object permissions.
 REST_FRAMEWORK = {
@@ -247,6 +257,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

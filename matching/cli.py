@@ -19,8 +19,7 @@ from . import __version__
 from .conditioning import condition, resolve_query
 from .errors import ContractEvalError
 from .evaluate import evaluate_detailed
-from .extract import reextract
-from .extractors import EXTRACTORS, FallbackWarning, get_extractor
+from .extractors import EXTRACTORS, FallbackWarning, get_extractor, reextract
 from .formats import Contract, Query, dumps, read_observed, read_query
 from .match import MODES
 from .perturb import FAMILIES
@@ -56,6 +55,7 @@ def _check_modes(args: argparse.Namespace) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    """contracteval validate: the audit of a contract (exit 1 with errors)."""
     audit = audit_file(Path(args.contract))
     if args.json:
         _print_json(audit.to_dict())
@@ -74,6 +74,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_condition(args: argparse.Namespace) -> int:
+    """contracteval condition: the expected graph of a query, as JSON."""
     contract = load_contract(Path(args.contract))
     try:
         expected = condition(contract, _query_arg(contract, args.query))
@@ -84,6 +85,7 @@ def cmd_condition(args: argparse.Namespace) -> int:
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
+    """contracteval extract: an observed graph built from a text."""
     src = Path(args.source)
     try:
         text = src.read_text(encoding="utf-8")
@@ -106,6 +108,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
 
 def cmd_match(args: argparse.Namespace) -> int:
+    """contracteval match: the conformance report of an observed graph."""
     _check_modes(args)
     contract = load_contract(Path(args.contract))
     observed = read_observed(Path(args.observed))
@@ -120,6 +123,7 @@ def cmd_match(args: argparse.Namespace) -> int:
 
 
 def cmd_perturb(args: argparse.Namespace) -> int:
+    """contracteval perturb: a suite folder with the perturbed cases added."""
     families = _families(args.families)
     suite = load_suite(Path(args.suite))
     bar = ProgressBar("perturb")
@@ -153,6 +157,7 @@ def _families(value: str) -> list[str]:
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
+    """contracteval suite: run and score every case; the family table and JSON."""
     _check_modes(args)
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
@@ -289,7 +294,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="contracteval", description="Prove that an AI agent followed a procedure.")
     p.add_argument("--version", action="version", version=f"contracteval {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_graph_commands(sub)
+    _add_suite_commands(sub)
+    # Listed for --help only: main() hands "bench ..." to matching.bench untouched.
+    sub.add_parser("bench", help="print engine benchmark figures (--quick, --json OUT)")
+    return p
 
+
+def _add_graph_commands(sub: Any) -> None:
+    """validate, condition, extract, match: one contract, one execution."""
     s = sub.add_parser("validate", help="audit checks of a contract")
     s.add_argument("contract")
     s.add_argument("--json", action="store_true", help="one JSON object instead of lines")
@@ -316,6 +329,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--extractor", choices=("none", *EXTRACTORS), default="none")
     s.set_defaults(func=cmd_match)
 
+
+def _add_suite_commands(sub: Any) -> None:
+    """perturb, suite, judge, components: whole suites."""
     s = sub.add_parser("perturb", help="make the perturbed cases of a suite")
     s.add_argument("suite")
     s.add_argument("--out", required=True)
@@ -346,12 +362,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--limit", type=int, metavar="N", help="the first N clean cases only")
     s.set_defaults(func=cmd_components)
 
-    # Listed for --help only: main() hands "bench ..." to matching.bench untouched.
-    sub.add_parser("bench", help="print engine benchmark figures (--quick, --json OUT)")
-    return p
-
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (CLI.md)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bench"]:
         # the benchmark has its own options (--quick, --json): hand them over untouched

@@ -91,7 +91,22 @@ class Expected:
 
 
 def resolve_query(contract: Contract, query: Query | Mapping[str, Any] | str) -> Query:
-    """A query object from an object, a document, or the id of an embedded query."""
+    """A query object from an object, a document, or the id of an embedded query.
+
+    Parameters
+    ----------
+    contract : Contract
+    query : Query, mapping or str
+
+    Returns
+    -------
+    Query
+
+    Raises
+    ------
+    ContractEvalError
+        For an id the contract has no query of, or a document that is not a query.
+    """
     if isinstance(query, Query):
         return query
     if isinstance(query, str):
@@ -106,99 +121,125 @@ def resolve_query(contract: Contract, query: Query | Mapping[str, Any] | str) ->
 
 
 def condition(contract: Contract, query: Query | Mapping[str, Any] | str) -> Expected:
-    """Compute G_E(q) for an audited contract. Raises :class:`ContractEvalError` when
-    the query names an unknown intent, leaves an active decision unresolved, picks a
-    value that is not an outcome, or contradicts the contract."""
+    """Compute G_E(q) for an audited contract (ALGORITHMS.md §1).
+
+    Parameters
+    ----------
+    contract : Contract
+        The declared contract G_D (audited: no cycles, sound references).
+    query : Query, mapping or str
+        The query, or the id of one of the contract's queries.
+
+    Returns
+    -------
+    Expected
+
+    Raises
+    ------
+    ContractEvalError
+        When the query names an unknown intent, leaves an active decision unresolved,
+        picks a value that is not an outcome, or contradicts the contract.
+    """
     q = resolve_query(contract, query)
     c = contract
-    ids = c.by_id
-    children = c.children
-    outcomes = c.outcomes
-
     for i, x in enumerate(q.intents):
-        if x not in ids:
+        if x not in c.by_id:
             raise ContractEvalError(
                 f"query {q.id!r} names unknown intent {x!r}",
                 path=f"$.intents[{i}]",
                 rule="unknown-intent",
             )
-    roots = list(q.intents) or [n.id for n in c.nodes if n.parent is None]
+    w = _Walk(c, q)
+    for r in list(q.intents) or [n.id for n in c.nodes if n.parent is None]:  # §1.1
+        w.walk(r)
+    w.prerequisites()
+    for n in list(w.active):  # §1.4
+        w.add_ancestors(n, f"active node {n!r}")
+    return _expected(w)
 
-    active: set[str] = set()
 
-    def chosen(d: str) -> str:
-        outs = outcomes[d]
-        pick = q.branches.get(d)
+class _Walk:
+    """The active set A of §1 as it grows, with the query's branch choices."""
+
+    def __init__(self, c: Contract, q: Query) -> None:
+        self.c, self.q = c, q
+        self.active: set[str] = set()
+
+    def chosen(self, d: str) -> str:
+        """The outcome the query picks for active decision ``d`` (§1.2)."""
+        outs = self.c.outcomes[d]
+        pick = self.q.branches.get(d)
         if pick is None:
             raise ContractEvalError(
-                f"query {q.id!r} does not resolve active decision {d!r}"
+                f"query {self.q.id!r} does not resolve active decision {d!r}"
                 f" (outcomes: {', '.join(outs)})",
                 path=f"$.branches.{d}",
                 rule="unresolved-decision",
             )
         if pick not in outs:
             raise ContractEvalError(
-                f"query {q.id!r} picks {pick!r} for decision {d!r}, which is not one of its"
-                f" outcomes ({', '.join(outs)})",
+                f"query {self.q.id!r} picks {pick!r} for decision {d!r}, which is not one of"
+                f" its outcomes ({', '.join(outs)})",
                 path=f"$.branches.{d}",
                 rule="not-an-outcome",
             )
         return pick
 
-    def walk(start: str) -> None:
+    def walk(self, start: str) -> None:
+        """Add ``start``'s subtree, descending only into chosen outcomes (§1.2)."""
+        ids, children, outcomes = self.c.by_id, self.c.children, self.c.outcomes
         stack = [start]
         while stack:
             n = stack.pop()
-            if n in active:
+            if n in self.active:
                 continue
-            active.add(n)
+            self.active.add(n)
             kids = children[n]
             if ids[n].type == "decision" and outcomes[n]:
-                pick = chosen(n)
+                pick = self.chosen(n)
                 kids = [k for k in kids if k == pick or ids[k].type != "branch_condition"]
             stack.extend(reversed(kids))
 
-    def add_ancestors(n: str, why: str) -> None:
+    def add_ancestors(self, n: str, why: str) -> None:
+        """Add ``n``'s ancestors; a decision above must be resolved to the outcome
+        containing ``n``, else the query contradicts the contract (§1.3–§1.4)."""
+        ids = self.c.by_id
         below = n
-        for a in c.ancestors(n):
-            node = ids[a]
-            if node.type == "decision" and ids[below].type == "branch_condition":
-                pick = q.branches.get(a)
+        for a in self.c.ancestors(n):
+            if ids[a].type == "decision" and ids[below].type == "branch_condition":
+                pick = self.q.branches.get(a)
                 if pick != below:
                     got = f"resolves it to {pick!r}" if pick else "does not resolve it"
                     raise ContractEvalError(
-                        f"query {q.id!r} contradicts the contract: {why} needs outcome"
+                        f"query {self.q.id!r} contradicts the contract: {why} needs outcome"
                         f" {below!r} of decision {a!r}, but the query {got}",
                         path=f"$.branches.{a}",
                         rule="contradiction",
                     )
-            active.add(a)
+            self.active.add(a)
             below = a
 
-    for r in roots:
-        walk(r)
-    requires = [e for e in c.edges if e.kind == "requires"]
-    changed = True
-    while changed:
-        changed = False
-        for e in requires:
-            if e.target in active and e.source not in active:
-                why = f"{e.target!r} requires {e.source!r}, which"
-                add_ancestors(e.source, why)
-                walk(e.source)
-                changed = True
-    for n in list(active):
-        add_ancestors(n, f"active node {n!r}")
+    def prerequisites(self) -> None:
+        """Pull in the sources of ``requires`` edges into A, to a fixpoint (§1.3)."""
+        requires = [e for e in self.c.edges if e.kind == "requires"]
+        changed = True
+        while changed:
+            changed = False
+            for e in requires:
+                if e.target in self.active and e.source not in self.active:
+                    self.add_ancestors(e.source, f"{e.target!r} requires {e.source!r}, which")
+                    self.walk(e.source)
+                    changed = True
 
-    order = c.order
-    nodes = sorted(active, key=order.__getitem__)
+
+def _expected(w: _Walk) -> Expected:
+    """G_E(q) from the final active set: edges, invariants, required set, inactive
+    branches (§1.5–§1.6)."""
+    c, active = w.c, w.active
+    ids, outcomes = c.by_id, c.outcomes
+    nodes = sorted(active, key=c.order.__getitem__)
     below_any = {n for n in nodes if any(ids[a].combine == "any" for a in c.ancestors(n))}
-    required = [n for n in nodes if ids[n].required and n not in below_any]
-    edges = [e for e in c.edges if e.source in active and e.target in active]
-    invariants = [
-        i.id for i in c.invariants if not i.applies_to or any(x in active for x in i.applies_to)
-    ]
-    decisions = {d: chosen(d) for d in nodes if ids[d].type == "decision" and outcomes[d]}
+    decisions = {d: w.chosen(d) for d in nodes if ids[d].type == "decision" and outcomes[d]}
     inactive: dict[str, str] = {}
     for d, pick in decisions.items():
         for o in outcomes[d]:
@@ -207,16 +248,18 @@ def condition(contract: Contract, query: Query | Mapping[str, Any] | str) -> Exp
                 while stack:
                     x = stack.pop()
                     inactive[x] = d
-                    stack.extend(children[x])
+                    stack.extend(c.children[x])
     return Expected(
         contract=c,
-        query=q,
+        query=w.q,
         nodes=nodes,
         active=frozenset(active),
-        edges=edges,
-        invariants=invariants,
+        edges=[e for e in c.edges if e.source in active and e.target in active],
+        invariants=[
+            i.id for i in c.invariants if not i.applies_to or any(x in active for x in i.applies_to)
+        ],
         decisions=decisions,
         pruned=[n.id for n in c.nodes if n.id not in active],
-        required=required,
+        required=[n for n in nodes if ids[n].required and n not in below_any],
         inactive=inactive,
     )

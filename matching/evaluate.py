@@ -1,4 +1,9 @@
-"""Satisfaction, failures and metrics (ALGORITHMS.md §3, §4) -> ``contracteval.report/v1``.
+"""Evaluation of one execution (ALGORITHMS.md §2–§4) -> ``contracteval.report/v1``.
+
+:func:`evaluate_detailed` is a pipeline of pure steps, one per clause of the spec:
+alignment (§2, :mod:`matching.match`), satisfaction and positions (§3,
+:mod:`matching.satisfaction`), the failure families in report order (§3.1–§3.6,
+:mod:`matching.failures`), then the metrics (§4) and the per-node status, here.
 
 >>> from pathlib import Path
 >>> from matching.formats import read_observed
@@ -16,28 +21,27 @@
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
-import fastjsonschema
-import jsonschema
-
 from .conditioning import Expected, condition
-from .formats import REPORT, Contract, Node, Observed, Query
-from .match import Alignment, align
-
-FAMILIES = (
-    "wrong_branch",
-    "omission",
-    "ordering",
-    "extra_action",
-    "invariant_violation",
-    "output_contract",
+from .failures import (
+    Failure,
+    extra_action_failures,
+    invariant_failures,
+    invariant_scores,
+    omission_failures,
+    ordering_failures,
+    output_failures,
+    wrong_branch_failures,
 )
+from .failures import agent_text as agent_text  # the invariant checks' text, read here too
+from .formats import FAMILIES as FAMILIES  # the judges and the web app read it here
+from .formats import REPORT, Contract, Observed, Query
+from .match import Alignment, align
+from .satisfaction import Pos, Satisfaction, satisfaction
+
 METRICS = (
     "required_recall",
     "observed_precision",
@@ -46,9 +50,6 @@ METRICS = (
     "invariant_score",
     "output_validity",
 )
-_EVENT = re.compile(r"^\[(?:system|user|assistant|tool|result)\] ")
-_STRUCTURAL = frozenset({"intent", "decision", "branch_condition"})
-_ORDERED = frozenset({"requires", "enables", "branches_to"})
 
 
 @dataclass
@@ -56,29 +57,33 @@ class Evaluation:
     """Everything the report says, plus per-node detail for overlays.
 
     ``status`` of an expected node: ``direct``, ``derived``, ``covered``, ``passed``/
-    ``failed`` (checked outputs), ``omitted`` (reported), ``folded`` (inside a wrong
-    branch), or ``unsatisfied`` (its omission is reported on a descendant).
+    ``failed``/``unjudged`` (checked outputs), ``omitted`` (reported), ``folded`` (inside
+    a wrong branch), or ``unsatisfied`` (its omission is reported on a descendant).
     ``observed_status``: ``paired``, ``output``, ``repeat``, ``wrong_branch``, ``extra``.
+    ``unjudged_reasons``: invariant or checked-output id -> why its check could not be
+    judged (its regex ran out of time).
     """
 
     expected: Expected
     alignment: Alignment
     status: dict[str, str]
-    pos: dict[str, tuple[int, int]]
-    failures: list[dict[str, str]]
+    pos: dict[str, Pos]
+    failures: list[Failure]
     metrics: dict[str, float | None]
     invariant_scores: dict[str, float]
     unjudged: list[str]
     ordering_edges: list[tuple[str, str]] = field(default_factory=list)
     observed_status: dict[str, str] = field(default_factory=dict)
+    unjudged_reasons: dict[str, str] = field(default_factory=dict)
 
     @property
     def verdict(self) -> str:
         return "non_clean" if self.failures else "clean"
 
     def report(self) -> dict[str, Any]:
+        """The ``contracteval.report/v1`` document."""
         e, m = self.expected, self.alignment
-        return {
+        out = {
             "format": REPORT,
             "contract": e.contract.id,
             "query": e.query.id,
@@ -94,6 +99,11 @@ class Evaluation:
             "repeated_observed": [{"id": i, "of": of} for i, of in m.repeats],
             "unjudged_invariants": list(self.unjudged),
         }
+        if self.unjudged_reasons:  # only when a check timed out: reports stay as they were
+            out["unjudged_checks"] = [
+                {"id": i, "reason": r} for i, r in self.unjudged_reasons.items()
+            ]
+        return out
 
 
 def evaluate(
@@ -103,347 +113,184 @@ def evaluate(
     *,
     mode: str = "token",
 ) -> dict[str, Any]:
-    """The ``contracteval.report/v1`` of one observed execution."""
+    """The ``contracteval.report/v1`` of one observed execution.
+
+    Parameters
+    ----------
+    contract : Contract
+        The declared contract G_D (audited).
+    query : Query, mapping or str
+        The query, or the id of one of the contract's queries.
+    observed : Observed
+        The observed execution.
+    mode : {"token", "oracle"}
+        The matching mode (ALGORITHMS.md §2).
+
+    Returns
+    -------
+    dict
+        The report.
+
+    Raises
+    ------
+    ContractEvalError
+        When the query does not condition the contract (§1).
+    ValueError
+        For an unknown ``mode``.
+    """
     return evaluate_detailed(condition(contract, query), observed, mode=mode).report()
 
 
 def evaluate_detailed(expected: Expected, observed: Observed, *, mode: str = "token") -> Evaluation:
-    """Conformance of ``observed`` to ``expected``, with per-node detail."""
+    """Conformance of ``observed`` to ``expected``, with per-node detail.
+
+    Parameters
+    ----------
+    expected : Expected
+        G_E(q), from :func:`matching.conditioning.condition`.
+    observed : Observed
+        The observed execution.
+    mode : {"token", "oracle"}
+        The matching mode (ALGORITHMS.md §2).
+
+    Returns
+    -------
+    Evaluation
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``mode``.
+    """
     m = align(expected, observed, mode=mode)
-    c = expected.contract
-    ids = c.by_id
-    kids = expected.active_children
-    steps = {o.id: o.step for o in m.kept}
-    last = max(steps.values(), default=-1)
-
-    # -- direct
-    pos: dict[str, tuple[int, int]] = {}
-    direct: set[str] = set()
-    outputs = [n for n in expected.nodes if ids[n].checked_output]
-    output_ok: dict[str, str | None] = {n: _check_output(ids[n], observed.output) for n in outputs}
-    for e, o in m.pairs.items():
-        if not ids[e].checked_output:
-            direct.add(e)
-            pos[e] = (steps[o], steps[o])
-
-    # -- derived, bottom-up (children before parents: reverse pre-order)
-    derived: set[str] = set()
-    for n in reversed(expected.preorder):
-        node = ids[n]
-        if n in direct or node.checked_output:
-            continue
-        if node.type == "decision":
-            pick = expected.decisions.get(n)
-            if pick is not None and pick in direct:
-                derived.add(n)
-                pos[n] = pos[pick]
-                continue
-        if node.explicit:
-            continue
-        ch = [k for k in kids[n] if not ids[k].checked_output]
-        if not ch:
-            continue
-        done = [k for k in ch if k in direct or k in derived]
-        if node.combine == "any":
-            if done:
-                derived.add(n)
-                pos[n] = _hull(pos, done)
-        else:
-            req = [k for k in ch if ids[k].required]
-            if req and all(k in direct or k in derived for k in req):
-                derived.add(n)
-                pos[n] = _hull(pos, req)
-
-    # -- covered
-    covered: set[str] = set()
-    for n in expected.nodes:
-        node = ids[n]
-        if n in direct or n in derived or node.explicit or node.checked_output:
-            continue
-        p = node.parent
-        while p is not None:
-            anc = ids[p]
-            if anc.type in _STRUCTURAL or anc.explicit:
-                break
-            if p in direct:
-                covered.add(n)
-                pos[n] = pos[p]
-                break
-            p = anc.parent
-
-    for n in outputs:
-        pos[n] = (last + 1, last + 1)
-    sat = direct | derived | covered | {n for n in outputs if output_ok[n] is None}
-
-    failures: list[dict[str, str]] = []
-    status: dict[str, str] = {}
-    for n in expected.nodes:
-        if ids[n].checked_output:
-            status[n] = "passed" if output_ok[n] is None else "failed"
-        elif n in direct:
-            status[n] = "direct"
-        elif n in derived:
-            status[n] = "derived"
-        elif n in covered:
-            status[n] = "covered"
-
-    # 1. wrong branch
-    folded: dict[str, str] = {}
-    for d in expected.decisions:
-        if d not in m.wrong_branch:
-            continue
-        inside = [d, *expected.subtree(expected.decisions[d])]
-        missing = [
-            x
-            for x in inside
-            if x in expected.required and x not in sat and not ids[x].checked_output
-        ]
-        for x in missing:
-            folded[x] = d
-        wrong = ", ".join(f"{o} ({m.wrong_branch_of[o]})" for o in m.wrong_branch[d])
-        detail = (
-            f"decision {d!r} should take {expected.decisions[d]!r}, but the execution acts on"
-            f" another outcome: {wrong}"
-        )
-        if missing:
-            detail += "; missing in the chosen branch: " + ", ".join(missing)
-        failures.append({"family": "wrong_branch", "location": d, "detail": detail})
-
-    # 2. omissions: the deepest unsatisfied required nodes
-    required = [n for n in expected.required if not ids[n].checked_output]
-    req_set = set(required)
-    unsat = {n for n in required if n not in sat}
-    for n in required:
-        if n not in unsat:
-            continue
-        if n in folded:
-            status[n] = "folded"
-            continue
-        if any(x in unsat for x in expected.subtree(n, include_self=False) if x in req_set):
-            status[n] = "unsatisfied"
-            continue
-        status[n] = "omitted"
-        failures.append(
-            {
-                "family": "omission",
-                "location": n,
-                "detail": f"required {ids[n].type} {n!r} ({ids[n].label}) is not evidenced",
-            }
-        )
-    for n in expected.nodes:
-        status.setdefault(n, "unsatisfied")
-
-    # 3. ordering
-    ordering: list[tuple[str, str]] = []
-    conform = total = 0
-    for edge in expected.edges:
-        if edge.kind not in _ORDERED:
-            continue
-        total += 1
-        u, v = edge.source, edge.target
-        if u not in sat or v not in sat:
-            continue
-        bad: str | None = None
-        if edge.kind == "branches_to":
-            if u in direct:
-                end_u = pos[u][1]
-                early = [x for x in expected.subtree(v) if x in direct and pos[x][0] < end_u]
-                if early:
-                    bad = (
-                        f"{early[0]!r} (step {pos[early[0]][0]}) acts on outcome {v!r} before"
-                        f" decision {u!r} is evidenced (step {end_u})"
-                    )
-        elif pos[u][1] > pos[v][0]:
-            bad = (
-                f"{u!r} (step {_fmt(pos[u])}) must come before {v!r} (step {_fmt(pos[v])})"
-                f" [{edge.kind}]"
-            )
-        if bad:
-            ordering.append((u, v))
-            failures.append({"family": "ordering", "location": f"{u}->{v}", "detail": bad})
-        else:
-            conform += 1
-
-    # 4. extra actions
-    labels = {x.id: x.label for x in m.kept}
-    for o in m.extra:
-        failures.append(
-            {
-                "family": "extra_action",
-                "location": o,
-                "detail": f"observed step {o!r} ({labels[o]}) enacts no active obligation",
-            }
-        )
-
-    # 5. invariants
-    inv_scores, unjudged = _invariants(expected, observed)
-    for i, score in inv_scores.items():
-        if score < 0.5:
-            inv = next(x for x in c.invariants if x.id == i)
-            how = "its check" if inv.check else "the audited score"
-            failures.append(
-                {
-                    "family": "invariant_violation",
-                    "location": i,
-                    "detail": f"invariant {i!r} ({inv.label}) is violated: {how} gives {score:g}",
-                }
-            )
-
-    # 6. output contracts
-    for n in outputs:
-        if output_ok[n] is not None:
-            failures.append(
-                {"family": "output_contract", "location": n, "detail": str(output_ok[n])}
-            )
-
-    paired_obs = set(m.paired_observed)
-    decisions_ok = [
-        1.0
-        if d not in m.wrong_branch
-        and any(x in direct for x in expected.subtree(expected.decisions[d]))
-        else 0.0
-        for d in expected.decisions
+    s = satisfaction(expected, m, observed)
+    branch_failures, folded = wrong_branch_failures(expected, m, s)
+    omitted, omission_status = omission_failures(expected, s, folded)
+    ordered, ordering_edges, conform = ordering_failures(expected, s)
+    scores, unjudged, reasons = invariant_scores(expected, observed)
+    failures = [
+        *branch_failures,
+        *omitted,
+        *ordered,
+        *extra_action_failures(m),
+        *invariant_failures(expected, scores),
+        *output_failures(s),
     ]
-    metrics: dict[str, float | None] = {
-        "required_recall": _ratio(len(req_set - unsat), len(req_set)),
-        "observed_precision": _ratio(len(paired_obs), len(m.kept)),
-        "edge_conformance": _ratio(conform, total),
-        "branch_correctness": _ratio(sum(decisions_ok), len(decisions_ok)),
-        "invariant_score": _ratio(sum(inv_scores.values()), len(inv_scores)),
-        "output_validity": _ratio(sum(1 for n in outputs if output_ok[n] is None), len(outputs)),
-    }
-    obs_status: dict[str, str] = {}
-    outs = set(m.consumed_output)
-    for kept in m.kept:
-        if kept.id in outs:
-            obs_status[kept.id] = "output"
-        elif kept.id in paired_obs:
-            obs_status[kept.id] = "paired"
-    for oid, _ in m.repeats:
-        obs_status[oid] = "repeat"
-    for oid in m.wrong_branch_of:
-        obs_status[oid] = "wrong_branch"
-    for oid in m.extra:
-        obs_status[oid] = "extra"
+    reasons.update({n: r.reason or "" for n, r in s.outputs.items() if r.passed is None})
     return Evaluation(
         expected=expected,
         alignment=m,
-        status=status,
-        pos=pos,
+        status=node_status(expected, s, omission_status),
+        pos=s.pos,
         failures=failures,
-        metrics=metrics,
-        invariant_scores=inv_scores,
+        metrics=metrics(expected, m, s, conform, scores),
+        invariant_scores=scores,
         unjudged=unjudged,
-        ordering_edges=ordering,
-        observed_status=obs_status,
+        ordering_edges=ordering_edges,
+        observed_status=observed_status(m),
+        unjudged_reasons=reasons,
     )
 
 
-def _fmt(p: tuple[int, int]) -> str:
-    return str(p[0]) if p[0] == p[1] else f"{p[0]}-{p[1]}"
+# --------------------------------------------------------------------------- metrics, status
 
 
 def _ratio(num: float, den: int) -> float | None:
     return None if den == 0 else round(num / den, 6)
 
 
-def _hull(pos: dict[str, tuple[int, int]], nodes: list[str]) -> tuple[int, int]:
-    return min(pos[k][0] for k in nodes), max(pos[k][1] for k in nodes)
+def metrics(
+    expected: Expected,
+    m: Alignment,
+    s: Satisfaction,
+    conformance: tuple[int, int],
+    scores: Mapping[str, float],
+) -> dict[str, float | None]:
+    """§4: the six metrics, each ``None`` when its denominator is empty.
 
+    An unjudged checked output (its check ran out of time) is left out of
+    ``output_validity``, as unjudged invariants are left out of ``invariant_score``.
 
-# --------------------------------------------------------------------------- checks
+    Parameters
+    ----------
+    expected : Expected
+        G_E(q).
+    m : Alignment
+        The alignment M (§2).
+    s : Satisfaction
+        Satisfaction and positions (§3).
+    conformance : (int, int)
+        Conforming and ordered edges (:func:`~matching.failures.ordering_failures`).
+    scores : mapping
+        The judged invariant scores (:func:`~matching.failures.invariant_scores`).
 
-
-def agent_text(observed: Observed) -> str:
-    """The text invariant checks search (ALGORITHMS.md §3.5).
-
-    >>> from matching.formats import Observed
-    >>> agent_text(Observed("trace", "[user] hi\\n[assistant] Hello\\n  there\\n[tool] f(x=1)\\n",
-    ...                     [], output="{}"))
-    '[assistant] Hello\\n  there\\n[tool] f(x=1)\\n{}'
+    Returns
+    -------
+    dict
+        Metric name (:data:`METRICS`) -> value rounded to 6 decimals, or None.
     """
-    if observed.kind == "trace":
-        events: list[str] = []
-        keep = False
-        for line in observed.text.split("\n"):
-            if _EVENT.match(line):
-                keep = line.startswith(("[assistant] ", "[tool] "))
-                if keep:
-                    events.append(line)
-            elif keep and events and line:
-                # continuation lines (a blank one is "  "), and stray untagged lines,
-                # belong to the event above
-                events[-1] += "\n" + line
-        text = "\n".join(events)
-    else:
-        text = observed.text
-    if observed.output is not None:
-        text += "\n" + observed.output
-    return text
+    ids = expected.contract.by_id
+    sat = s.sat
+    required = {n for n in expected.required if not ids[n].checked_output}
+    decisions_ok = [
+        d not in m.wrong_branch and any(x in s.direct for x in expected.subtree(chosen))
+        for d, chosen in expected.decisions.items()
+    ]
+    judged = [r.passed is True for r in s.outputs.values() if r.passed is not None]
+    return {
+        "required_recall": _ratio(len(required & sat), len(required)),
+        "observed_precision": _ratio(len(m.paired_observed), len(m.kept)),
+        "edge_conformance": _ratio(*conformance),
+        "branch_correctness": _ratio(sum(decisions_ok), len(decisions_ok)),
+        "invariant_score": _ratio(sum(scores.values()), len(scores)),
+        "output_validity": _ratio(sum(judged), len(judged)),
+    }
 
 
-@cache
-def _compiled(rx: str) -> re.Pattern[str]:
-    return re.compile(rx)
+def node_status(
+    expected: Expected, s: Satisfaction, unsatisfied: Mapping[str, str]
+) -> dict[str, str]:
+    """The status of every expected node (see :class:`Evaluation`).
+
+    Parameters
+    ----------
+    expected : Expected
+    s : Satisfaction
+    unsatisfied : mapping
+        The status of unsatisfied required nodes (:func:`~matching.failures.omission_failures`).
+
+    Returns
+    -------
+    dict
+        Node id -> status, in G_E's node order.
+    """
+    out: dict[str, str] = {}
+    for n in expected.nodes:
+        out[n] = s.how(n) or unsatisfied.get(n, "unsatisfied")
+    return out
 
 
-def _invariants(expected: Expected, observed: Observed) -> tuple[dict[str, float], list[str]]:
-    c = expected.contract
-    by_id = {i.id: i for i in c.invariants}
-    scores: dict[str, float] = {}
-    unjudged: list[str] = []
-    text: str | None = None
-    for i in expected.invariants:
-        inv = by_id[i]
-        if inv.check:
-            if text is None:
-                text = agent_text(observed)
-            if "forbid_regex" in inv.check:
-                scores[i] = 0.0 if _compiled(inv.check["forbid_regex"]).search(text) else 1.0
-            else:
-                scores[i] = 1.0 if _compiled(inv.check["require_regex"]).search(text) else 0.0
-        elif i in observed.invariants:
-            scores[i] = observed.invariants[i]
-        else:
-            unjudged.append(i)
-    return scores, unjudged
+def observed_status(m: Alignment) -> dict[str, str]:
+    """The status of every kept observed node (see :class:`Evaluation`).
 
+    Parameters
+    ----------
+    m : Alignment
 
-@cache
-def _schema_validator(schema_json: str) -> jsonschema.protocols.Validator:
-    return jsonschema.Draft202012Validator(json.loads(schema_json))
-
-
-@cache
-def _fast_validator(schema_json: str) -> Any:
-    try:
-        return fastjsonschema.compile(json.loads(schema_json))
-    except Exception:  # a schema the compiler does not support: use jsonschema alone
-        return None
-
-
-def _check_output(node: Node, output: str | None) -> str | None:
-    """``None`` when the output passes the node's check, else why it fails."""
-    if output is None:
-        return f"{node.id!r}: the execution has no final output"
-    if "json_schema" in node.meta:
-        try:
-            value = json.loads(output)
-        except json.JSONDecodeError as exc:
-            return f"{node.id!r}: the output is not JSON ({exc.msg})"
-        key = json.dumps(node.meta["json_schema"], sort_keys=True)
-        fast = _fast_validator(key)
-        err = None
-        if fast is not None:
-            try:
-                fast(value)
-            except fastjsonschema.JsonSchemaException:
-                err = jsonschema.exceptions.best_match(_schema_validator(key).iter_errors(value))
-        else:
-            err = jsonschema.exceptions.best_match(_schema_validator(key).iter_errors(value))
-        if err is not None:
-            where = "".join(f"[{p!r}]" for p in err.absolute_path) or "the output"
-            return f"{node.id!r}: {where} fails the schema: {err.message}"
-    if "regex" in node.meta and not _compiled(node.meta["regex"]).fullmatch(output):
-        return f"{node.id!r}: the output does not match {node.meta['regex']!r}"
-    return None
+    Returns
+    -------
+    dict
+        Observed id -> ``paired``, ``output``, ``repeat``, ``wrong_branch`` or ``extra``.
+    """
+    out: dict[str, str] = {}
+    outputs = set(m.consumed_output)
+    paired = m.paired_observed
+    for kept in m.kept:
+        if kept.id in outputs:
+            out[kept.id] = "output"
+        elif kept.id in paired:
+            out[kept.id] = "paired"
+    out.update((oid, "repeat") for oid, _ in m.repeats)
+    out.update((oid, "wrong_branch") for oid in m.wrong_branch_of)
+    out.update((oid, "extra") for oid in m.extra)
+    return out

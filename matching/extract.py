@@ -25,10 +25,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from .formats import Edge, Observed, ObservedNode, Span
+from .model import Observed, observed_from_steps
+from .trace import events, tool_call
 
-_EVENT = re.compile(r"^\[(system|user|assistant|tool|result)\] ")
-_CALL = re.compile(r"^([A-Za-z_][\w.-]*)\((.*)\)\s*$", re.S)
 # A sentence ends at . ! ? (optionally closed by a quote or bracket) before white space.
 _SENTENCE = re.compile(r"[^\s].*?(?:[.!?]+[\"')\]]*(?=\s|$)|$)", re.S)
 _FILLER = re.compile(
@@ -96,32 +95,24 @@ def _label(sentence: str, limit: int = 120) -> str:
     return s if len(s) <= limit else s[: limit - 1].rstrip() + "…"
 
 
-def _events(text: str) -> Iterator[tuple[str, int, int]]:
-    """(role, start, end) of every event of a rendered trace; continuation lines join."""
-    role: str | None = None
-    start = 0
-    pos = 0
-    end = 0
-    for line in text.split("\n"):
-        line_end = pos + len(line)
-        m = _EVENT.match(line)
-        if m:
-            if role is not None:
-                yield role, start, end
-            role, start, end = m.group(1), pos, line_end
-        elif role is not None:
-            # continuation lines (and stray untagged lines) belong to the event above
-            if line.strip():
-                end = line_end
-        elif line.strip():
-            role, start, end = "assistant", pos, line_end  # untagged text before any event
-        pos = line_end + 1
-    if role is not None:
-        yield role, start, end
-
-
 def extract_heuristic(text: str, *, kind: str = "trace") -> Observed:
-    """Build an observed graph from ``text`` alone (a rendered trace or a response)."""
+    """Build an observed graph from ``text`` alone (a rendered trace or a response).
+
+    Parameters
+    ----------
+    text : str
+    kind : {"trace", "response"}
+
+    Returns
+    -------
+    Observed
+        Nodes ``o1…`` with exact evidence spans, one step each, in text order.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``kind``.
+    """
     if kind not in ("trace", "response"):
         raise ValueError(f"kind must be 'trace' or 'response', not {kind!r}")
     found: list[tuple[int, int, str, str, str | None]] = []  # start, end, label, desc, type
@@ -131,60 +122,17 @@ def extract_heuristic(text: str, *, kind: str = "trace") -> Observed:
             if _is_behaviour(s):
                 found.append((a, b, _label(s), "", _guess_type(s)))
     else:
-        for role, a, b in _events(text):
-            tag_len = len(role) + 3 if text.startswith(f"[{role}] ", a) else 0
-            body = text[a + tag_len : b]
-            if role == "tool":
-                m = _CALL.match(body)
-                name = m.group(1) if m else body.split("(")[0].strip() or "tool"
-                args = " ".join(m.group(2).split()) if m else ""
+        for event in events(text):
+            a, b = event.start, event.end
+            body = text[a + event.tag_length : b]
+            if event.role == "tool":
+                call = tool_call(body)
+                name = call[0] if call else body.split("(")[0].strip() or "tool"
+                args = " ".join(call[1].split()) if call else ""
                 found.append((a, b, f"Called {name}", args, "action"))
-            elif role == "assistant":
-                for sa, sb in _sentences(body, a + tag_len):
+            elif event.role in ("assistant", None):  # untagged text reads as the agent's
+                for sa, sb in _sentences(body, a + event.tag_length):
                     s = text[sa:sb]
                     if _is_behaviour(s):
                         found.append((sa, sb, _label(s), "", _guess_type(s)))
     return observed_from_steps(text, kind, found)
-
-
-def observed_from_steps(
-    text: str, kind: str, steps: list[tuple[int, int, str, str, str | None]]
-) -> Observed:
-    """An observed graph whose nodes are ``(start, end, label, description, type)`` in
-    text order: ids ``o1…``, one step each, exact quotes, ``precedes`` edges between them.
-
-    >>> obs = observed_from_steps("Checked it. Done it.", "response", [(0, 11, "Check", "", None)])
-    >>> obs.nodes[0].evidence[0].quote, obs.nodes[0].step
-    ('Checked it.', 0)
-    """
-    nodes = [
-        ObservedNode(
-            id=f"o{i + 1}",
-            label=label,
-            evidence=[Span(a, b, text[a:b])],
-            step=i,
-            description=desc,
-            type=type_,
-            gold=None,
-            index=i,
-        )
-        for i, (a, b, label, desc, type_) in enumerate(steps)
-    ]
-    edges = [Edge(x.id, y.id, "precedes") for x, y in zip(nodes, nodes[1:], strict=False)]
-    return Observed(kind=kind, text=text, nodes=nodes, edges=edges)
-
-
-def reextract(observed: Observed, extractor: str = "heuristic") -> Observed:
-    """New nodes for an observed document's source text; output and labels are kept.
-
-    Only the nodes are replaced: the final ``output``, audited invariant scores and the
-    contract/query fields carry over, since they are not extracted from the text.
-    """
-    from .extractors import get_extractor
-
-    fresh = get_extractor(extractor)(observed.text, kind=observed.kind)
-    fresh.output = observed.output
-    fresh.invariants = dict(observed.invariants)
-    fresh.contract = observed.contract
-    fresh.query = observed.query
-    return fresh

@@ -26,6 +26,23 @@ class FallbackWarning(UserWarning):
 
 
 def get_extractor(name: str) -> Extractor:
+    """The extractor called ``name``.
+
+    Parameters
+    ----------
+    name : {"heuristic", "llm"}
+
+    Returns
+    -------
+    callable
+        ``(text, *, kind) -> Observed``. ``"llm"`` without a configured endpoint gives the
+        heuristic, with a :class:`FallbackWarning`.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name.
+    """
     if name == "heuristic":
         return extract_heuristic
     if name == "llm":
@@ -44,3 +61,27 @@ def get_extractor(name: str) -> Extractor:
 
         return LLMExtractor(config)
     raise ValueError(f"unknown extractor {name!r}: expected one of {EXTRACTORS}")
+
+
+def reextract(observed: Observed, extractor: str = "heuristic") -> Observed:
+    """New nodes for an observed document's source text; output and labels are kept.
+
+    Only the nodes are replaced: the final ``output``, audited invariant scores and the
+    contract/query fields carry over, since they are not extracted from the text.
+
+    Parameters
+    ----------
+    observed : Observed
+    extractor : str
+        An extractor name (:func:`get_extractor`).
+
+    Returns
+    -------
+    Observed
+    """
+    fresh = get_extractor(extractor)(observed.text, kind=observed.kind)
+    fresh.output = observed.output
+    fresh.invariants = dict(observed.invariants)
+    fresh.contract = observed.contract
+    fresh.query = observed.query
+    return fresh

@@ -28,10 +28,10 @@ from scipy.optimize import linear_sum_assignment
 
 from .conditioning import Expected
 from .formats import Observed, ObservedNode
-from .similarity import THRESHOLD, similarity_matrix, strip_role_tag, tokens
+from .similarity import THRESHOLD, similarity_matrix, tokens
+from .trace import calls_tool, strip_tag, tag
 
 MODES = ("oracle", "token")
-_TOOL_TAG = "[tool] "
 
 
 @dataclass
@@ -55,7 +55,19 @@ class Alignment:
 
 
 def keep_evidence(obs: Observed) -> tuple[list[ObservedNode], list[tuple[str, str]]]:
-    """Discard bad spans, drop nodes left without any; kept nodes in (step, list) order."""
+    """Discard bad spans and drop the nodes left without any (ALGORITHMS.md §2).
+
+    Parameters
+    ----------
+    obs : Observed
+
+    Returns
+    -------
+    kept : list of ObservedNode
+        In (step, list) order.
+    dropped : list of (str, str)
+        ``(observed id, reason)`` of every dropped node.
+    """
     text = obs.text
     size = len(text)
     kept: list[ObservedNode] = []
@@ -87,23 +99,59 @@ def keep_evidence(obs: Observed) -> tuple[list[ObservedNode], list[tuple[str, st
 
 
 def observed_tokens(n: ObservedNode, text: str) -> frozenset[str]:
-    quotes = " ".join(strip_role_tag(text[s.start : s.end]) for s in n.evidence)
+    """The token set of an observed node: label, description and evidence quotes
+    without their role tags (ALGORITHMS.md §2, token mode).
+
+    Parameters
+    ----------
+    n : ObservedNode
+    text : str
+        The source text its spans index.
+
+    Returns
+    -------
+    frozenset of str
+    """
+    quotes = " ".join(strip_tag(text[s.start : s.end]) for s in n.evidence)
     return tokens(f"{n.label} {n.description} {quotes}")
 
 
 def call_quotes(n: ObservedNode, text: str) -> list[str]:
-    """The texts of ``n``'s spans without an optional leading ``[tool] `` tag."""
-    return [text[s.start : s.end].removeprefix(_TOOL_TAG) for s in n.evidence]
+    """The texts of ``n``'s spans without an optional leading ``[tool] `` tag.
 
+    Parameters
+    ----------
+    n : ObservedNode
+    text : str
+        The source text its spans index.
 
-def calls_tool(quotes: list[str], names: set[str]) -> bool:
-    """Whether one of ``quotes`` starts with ``name(`` for a name of ``names`` (a call of
-    that tool, ALGORITHMS.md §2), whatever characters the name has."""
-    return any(q.startswith(name + "(") for q in quotes for name in names)
+    Returns
+    -------
+    list of str
+    """
+    return [text[s.start : s.end].removeprefix(tag("tool")) for s in n.evidence]
 
 
 def align(expected: Expected, obs: Observed, *, mode: str = "token") -> Alignment:
-    """Pair expected with observed nodes and classify what is left."""
+    """Pair expected with observed nodes and classify what is left (ALGORITHMS.md §2).
+
+    Parameters
+    ----------
+    expected : Expected
+        G_E(q).
+    obs : Observed
+    mode : {"token", "oracle"}
+
+    Returns
+    -------
+    Alignment
+        The pairs M, repeats, wrong-branch nodes, consumed outputs, extras, dropped nodes.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``mode``.
+    """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}: expected one of {MODES}")
     kept, dropped = keep_evidence(obs)

@@ -74,7 +74,18 @@ _SATISFIED = frozenset({"direct", "derived", "covered", "passed"})
 
 
 def edge_id(source: str, target: str) -> str:
-    """The id a failure uses for an edge (its ``location`` for ordering failures)."""
+    """The id a failure uses for an edge (its ``location`` for ordering failures).
+
+    Parameters
+    ----------
+    source, target : str
+        Node ids.
+
+    Returns
+    -------
+    str
+        ``"source->target"``.
+    """
     return f"{source}->{target}"
 
 
@@ -85,51 +96,99 @@ def _spans(spans: list[Span]) -> list[dict[str, int]]:
 def overlay_payload(evaluation: Evaluation, observed: Observed) -> dict[str, Any]:
     """The overlay of one run: a JSON-serialisable dict (format ``contracteval.overlay/v1``).
 
-    Keys: ``format``, ``contract`` {id, title}, ``query`` {id, text, decisions},
-    ``mode``, ``verdict``, ``artifact`` {text, media_type}, ``trace`` {kind, text,
-    output}, ``nodes``, ``edges``, ``invariants``, ``observed``, ``dropped``,
-    ``failures``, ``metrics``, ``counts`` and the legends ``states`` and
-    ``observed_statuses`` (state -> sentence). Texts are carried raw.
+    Parameters
+    ----------
+    evaluation : Evaluation
+        The evaluation of the run (:func:`matching.evaluate.evaluate_detailed`).
+    observed : Observed
+        The observed document it judged.
+
+    Returns
+    -------
+    dict
+        Keys: ``format``, ``contract`` {id, title}, ``query`` {id, text, decisions},
+        ``mode``, ``verdict``, ``artifact`` {text, media_type}, ``trace`` {kind, text,
+        output}, ``nodes``, ``edges``, ``invariants``, ``observed``, ``dropped``,
+        ``failures``, ``metrics``, ``counts`` and the legends ``states`` and
+        ``observed_statuses`` (state -> sentence). Texts are carried raw.
     """
     ev = evaluation
     e = ev.expected
     c = e.contract
     m = ev.alignment
-    active = e.active
-    wrong_decisions = [f["location"] for f in ev.failures if f["family"] == "wrong_branch"]
+    targets = _observed_targets(ev)
+    nodes = _nodes(ev, targets)
+    counts: dict[str, int] = {s: 0 for s in STATES}
+    for item in nodes:
+        counts[item["state"]] += 1
+    return {
+        "format": OVERLAY,
+        "contract": {"id": c.id, "title": c.title},
+        "query": {"id": e.query.id, "text": e.query.text, "decisions": dict(e.decisions)},
+        "mode": m.mode,
+        "verdict": ev.verdict,
+        "artifact": {"text": c.text, "media_type": c.media_type},
+        "trace": {"kind": observed.kind, "text": observed.text, "output": observed.output},
+        "nodes": nodes,
+        "edges": _edges(ev),
+        "invariants": _invariants(ev),
+        "observed": _observed(ev, targets),
+        "dropped": [{"id": i, "reason": r} for i, r in m.dropped],
+        "failures": [_targets(f, ev) for f in ev.failures],
+        "metrics": dict(ev.metrics),
+        "unjudged_invariants": list(ev.unjudged),
+        "counts": counts,
+        "states": dict(STATES),
+        "observed_statuses": dict(OBSERVED_STATUSES),
+    }
 
-    # -- what each observed node points at
+
+Target = tuple[str | None, str | None]  # (expected node, relation)
+
+
+def _observed_targets(ev: Evaluation) -> dict[str, Target]:
+    """What each kept observed node points at: the node it pairs with, repeats, or
+    enacts in a wrong branch."""
+    m = ev.alignment
     paired_obs = m.paired_observed
     repeat_of = dict(m.repeats)
-    obs_target: dict[str, tuple[str | None, str | None]] = {}
+    out: dict[str, Target] = {}
     for o in m.kept:
         status = ev.observed_status.get(o.id, "extra")
-        target: str | None = None
-        relation: str | None = None
+        target: Target = (None, None)
         if status in ("paired", "output"):
-            target, relation = paired_obs.get(o.id), "pairs"
+            target = (paired_obs.get(o.id), "pairs")
         elif status == "repeat":
-            target, relation = repeat_of.get(o.id), "repeats"
+            target = (repeat_of.get(o.id), "repeats")
         elif status == "wrong_branch":
-            target, relation = m.wrong_branch_of.get(o.id), "wrong_branch"
-        obs_target[o.id] = (target, relation)
+            target = (m.wrong_branch_of.get(o.id), "wrong_branch")
+        out[o.id] = target
+    return out
+
+
+def _state(ev: Evaluation, node: str, wrong_decisions: list[str]) -> str:
+    e = ev.expected
+    if node in e.active:
+        raw = ev.status.get(node)
+        # an unjudged checked output is not satisfied; its status says why
+        state = "unsatisfied" if raw in (None, "unjudged") else raw
+        return "wrong_branch" if state == "folded" or node in wrong_decisions else state
+    return "inactive_branch" if node in e.inactive else "pruned"
+
+
+def _nodes(ev: Evaluation, targets: dict[str, Target]) -> list[dict[str, Any]]:
+    """Every declared node with its state on this run, in declaration order."""
+    e = ev.expected
+    c = e.contract
+    m = ev.alignment
+    wrong_decisions = [f["location"] for f in ev.failures if f["family"] == "wrong_branch"]
     observed_of: dict[str, list[dict[str, str]]] = {}
-    for oid, (target, relation) in obs_target.items():
+    for oid, (target, relation) in targets.items():
         if target is not None and relation is not None:
             observed_of.setdefault(target, []).append({"id": oid, "relation": relation})
-
-    # -- nodes, in declaration order
     nodes: list[dict[str, Any]] = []
     for n in c.nodes:
-        raw = ev.status.get(n.id)
-        if n.id in active:
-            state = raw or "unsatisfied"
-            if state == "folded" or n.id in wrong_decisions:
-                state = "wrong_branch"
-        elif n.id in e.inactive:
-            state = "inactive_branch"
-        else:
-            state = "pruned"
+        state = _state(ev, n.id, wrong_decisions)
         pos = ev.pos.get(n.id)
         nodes.append(
             {
@@ -144,24 +203,28 @@ def overlay_payload(evaluation: Evaluation, observed: Observed) -> dict[str, Any
                 "explicit": n.explicit,
                 "combine": n.combine,
                 "checked_output": n.checked_output,
-                "active": n.id in active,
+                "active": n.id in e.active,
                 "state": state,
-                "status": raw,
+                "status": ev.status.get(n.id),
                 "satisfied": state in _SATISFIED,
                 "branch_of": e.inactive.get(n.id),
                 "chosen_outcome": e.decisions.get(n.id),
-                "pos": list(pos) if pos is not None and n.id in active else None,
+                "pos": list(pos) if pos is not None and n.id in e.active else None,
                 "score": m.scores.get(n.id),
                 "spans": _spans(n.evidence),
                 "observed": observed_of.get(n.id, []),
             }
         )
+    return nodes
 
-    # -- edges, in declaration order
+
+def _edges(ev: Evaluation) -> list[dict[str, Any]]:
+    """Every declared edge, ordering violations flagged, in declaration order."""
+    active = ev.expected.active
     ordering = {edge_id(u, v) for u, v in ev.ordering_edges}
     edges: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for edge in c.edges:
+    for edge in ev.expected.contract.edges:
         eid = edge_id(edge.source, edge.target)
         if eid in seen:  # the same pair under a second kind
             eid = f"{eid}:{edge.kind}"
@@ -176,11 +239,14 @@ def overlay_payload(evaluation: Evaluation, observed: Observed) -> dict[str, Any
                 "ordering_violation": eid in ordering,
             }
         )
+    return edges
 
-    # -- invariants
-    applicable = set(e.invariants)
+
+def _invariants(ev: Evaluation) -> list[dict[str, Any]]:
+    """Every declared invariant with its score on this run."""
+    applicable = set(ev.expected.invariants)
     violated = {f["location"] for f in ev.failures if f["family"] == "invariant_violation"}
-    invariants = [
+    return [
         {
             "id": inv.id,
             "label": inv.label,
@@ -193,14 +259,17 @@ def overlay_payload(evaluation: Evaluation, observed: Observed) -> dict[str, Any
             "violated": inv.id in violated,
             "spans": _spans(inv.evidence),
         }
-        for inv in c.invariants
+        for inv in ev.expected.contract.invariants
     ]
 
-    # -- observed nodes, in (step, list) order
-    observed_nodes = []
+
+def _observed(ev: Evaluation, targets: dict[str, Target]) -> list[dict[str, Any]]:
+    """The kept observed nodes, in (step, list) order, with what each points at."""
+    m = ev.alignment
+    out = []
     for o in m.kept:
-        target, relation = obs_target[o.id]
-        observed_nodes.append(
+        target, relation = targets[o.id]
+        out.append(
             {
                 "id": o.id,
                 "label": o.label,
@@ -214,33 +283,7 @@ def overlay_payload(evaluation: Evaluation, observed: Observed) -> dict[str, Any
                 "spans": _spans(o.evidence),
             }
         )
-
-    # -- failures with the graph elements they point at
-    failures = [_targets(f, ev) for f in ev.failures]
-
-    counts: dict[str, int] = {s: 0 for s in STATES}
-    for item in nodes:
-        counts[item["state"]] += 1
-    return {
-        "format": OVERLAY,
-        "contract": {"id": c.id, "title": c.title},
-        "query": {"id": e.query.id, "text": e.query.text, "decisions": dict(e.decisions)},
-        "mode": m.mode,
-        "verdict": ev.verdict,
-        "artifact": {"text": c.text, "media_type": c.media_type},
-        "trace": {"kind": observed.kind, "text": observed.text, "output": observed.output},
-        "nodes": nodes,
-        "edges": edges,
-        "invariants": invariants,
-        "observed": observed_nodes,
-        "dropped": [{"id": i, "reason": r} for i, r in m.dropped],
-        "failures": failures,
-        "metrics": dict(ev.metrics),
-        "unjudged_invariants": list(ev.unjudged),
-        "counts": counts,
-        "states": dict(STATES),
-        "observed_statuses": dict(OBSERVED_STATUSES),
-    }
+    return out
 
 
 def _targets(failure: dict[str, str], ev: Evaluation) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""A dependency-free progress bar on stderr for long CLI runs.
+"""Progress of long CLI runs on stderr: a tqdm bar on a terminal, short log lines elsewhere.
 
 >>> import io
 >>> out = io.StringIO()
@@ -13,50 +13,51 @@
 from __future__ import annotations
 
 import sys
-import time
 from typing import TextIO
+
+from tqdm import tqdm
 
 
 class ProgressBar:
-    """Call with ``(done, total)``. Redraws in place on a terminal; elsewhere prints a
-    line at every tenth of the work so logs stay short."""
+    """A ``progress(done, total)`` callback.
 
-    def __init__(
-        self, label: str, *, stream: TextIO | None = None, tty: bool | None = None, width: int = 30
-    ) -> None:
+    On a terminal it drives a :class:`tqdm.tqdm` bar (redrawn in place, with the rate);
+    elsewhere — a log file, a CI job — a carriage-return bar would be one unreadable
+    line, so it prints one line at every tenth of the work instead.
+
+    Parameters
+    ----------
+    label : str
+        What is counted, shown before the bar.
+    stream : file, optional
+        Where to write; standard error by default.
+    tty : bool, optional
+        Whether ``stream`` is a terminal; asked of the stream by default.
+    """
+
+    def __init__(self, label: str, *, stream: TextIO | None = None, tty: bool | None = None):
         self.label = label
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty() if tty is None else tty
-        self.width = width
-        self.started = time.perf_counter()
+        self._bar: tqdm | None = None
         self._last_tenth = -1
-        self._last_draw = 0.0
-        self._drawn = False
 
     def __call__(self, done: int, total: int) -> None:
         if total <= 0:
             return
-        frac = done / total
         if self.tty:
-            now = time.perf_counter()
-            if done < total and now - self._last_draw < 0.05:
-                return
-            self._last_draw = now
-            fill = int(frac * self.width)
-            rate = done / max(now - self.started, 1e-9)
-            self.stream.write(
-                f"\r{self.label} [{'#' * fill}{'.' * (self.width - fill)}] {done}/{total}"
-                f" {frac:4.0%} {rate:,.0f}/s"
-            )
-            self._drawn = True
-        else:
-            tenth = int(frac * 10)
-            if tenth > self._last_tenth:
-                self._last_tenth = tenth
-                self.stream.write(f"{self.label}: {done}/{total} ({frac:.0%})\n")
-        self.stream.flush()
+            if self._bar is None:
+                self._bar = tqdm(total=total, desc=self.label, file=self.stream, unit="case")
+            self._bar.update(done - self._bar.n)
+            return
+        tenth = int(done / total * 10)
+        if tenth > self._last_tenth:
+            self._last_tenth = tenth
+            self.stream.write(f"{self.label}: {done}/{total} ({done / total:.0%})\n")
+            self.stream.flush()
 
     def close(self) -> None:
-        if self.tty and self._drawn:
-            self.stream.write("\n")
-            self.stream.flush()
+        """End the bar (a terminal bar keeps its last state on its own line)."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None

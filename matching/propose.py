@@ -195,6 +195,16 @@ def _slug(text: str) -> str:
 def suggest_id(text: str) -> str:
     """A node id made of the first content words of ``text``.
 
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
     >>> suggest_id("Verify the purchase belongs to the customer.")
     'verify_purchase_belongs_customer'
     """
@@ -350,71 +360,77 @@ def _where(item: _Item, parent_title: str | None) -> str:
 
 
 def propose_heuristic(text: str) -> Proposals:
-    """Propose nodes, edges and invariants for ``text`` (see the module docstring)."""
+    """Propose nodes, edges and invariants for ``text`` (see the module docstring).
+
+    Parameters
+    ----------
+    text : str
+        The artifact: instructions, a policy, a runbook.
+
+    Returns
+    -------
+    Proposals
+    """
     b = _Builder(text)
     items = _outline(text)
     _nest(items)
-
-    headings = [i for i in items if i.kind == "heading"]
-    intent_item: _Item | None = None
-    if headings:
-        top = min(h.level for h in headings)
-        intent_item = next(h for h in headings if h.level == top)
-    elif items:
-        intent_item = items[0]
-
-    def place(item: _Item, parent_id: str | None) -> None:
-        """Create the node(s) of ``item`` below ``parent_id``; then its children."""
-        quote = text[item.start : item.end]
-        parent_title = b.titles.get(parent_id) if parent_id else None
-        where = _where(item, parent_title)
-        own_id: str | None = None
-        if item is intent_item:
-            own_id = b.node("intent", item.start, item.end, None, 0.8, f"top {where} → intent")
-        elif item.kind == "heading":
-            own_id = b.node(
-                "action", item.start, item.end, parent_id, 0.5, f"{where}; a section → action"
-            )
-        elif m := _CONDITION.match(quote):
-            own_id = _place_condition(b, item, parent_id, where, m.group(1).lower())
-        else:
-            kind, cue = _type_of(quote)
-            if kind == "invariant":
-                b.invariant(item.start, item.end, 0.75, f'{where}; cue "{cue}" → invariant')
-            else:
-                optional = _has_cue(quote, _OPTIONAL_CUES) is not None
-                why = f'{where}; cue "{cue}" → {kind}' if cue else f"{where}; no cue → action"
-                own_id = b.node(
-                    kind,
-                    item.start,
-                    item.end,
-                    parent_id,
-                    0.7 if cue else 0.55,
-                    why,
-                    required=not optional,
-                )
-        item.node_id = own_id
-        children = list(item.children)
-        # The paragraph right below the intent heading states its purpose.
-        if item is intent_item and item.kind == "heading":
-            assert own_id is not None
-            while children and children[0].kind == "sentence":
-                purpose = children.pop(0)
-                b.by_id[own_id]["evidence"].append(b.span(purpose.start, purpose.end))
-        below = own_id if own_id is not None else parent_id
-        previous_step: _Item | None = None
-        for child in children:
-            place(child, below)
-            if child.kind == "numbered" and child.node_id and not _is_branch(b, child.node_id):
-                if previous_step is not None and previous_step.node_id:
-                    b.edge(previous_step.node_id, child.node_id, "enables")
-                previous_step = child
-
+    intent_item = _intent_item(items)
     for item in items:
         if item.parent is None:
             root = intent_item.node_id if intent_item and item is not intent_item else None
-            place(item, root)
+            _place(b, item, root, intent_item)
     return b.out
+
+
+def _intent_item(items: list[_Item]) -> _Item | None:
+    """The item that becomes the intent: the first top-level heading, else the first item."""
+    headings = [i for i in items if i.kind == "heading"]
+    if headings:
+        top = min(h.level for h in headings)
+        return next(h for h in headings if h.level == top)
+    return items[0] if items else None
+
+
+def _own_node(b: _Builder, item: _Item, parent_id: str | None, intent: _Item | None) -> str | None:
+    """Create the node (or invariant) of ``item`` below ``parent_id``; its node id."""
+    quote = b.text[item.start : item.end]
+    where = _where(item, b.titles.get(parent_id) if parent_id else None)
+    if item is intent:
+        return b.node("intent", item.start, item.end, None, 0.8, f"top {where} → intent")
+    if item.kind == "heading":
+        why = f"{where}; a section → action"
+        return b.node("action", item.start, item.end, parent_id, 0.5, why)
+    if m := _CONDITION.match(quote):
+        return _place_condition(b, item, parent_id, where, m.group(1).lower())
+    kind, cue = _type_of(quote)
+    if kind == "invariant":
+        b.invariant(item.start, item.end, 0.75, f'{where}; cue "{cue}" → invariant')
+        return None
+    optional = _has_cue(quote, _OPTIONAL_CUES) is not None
+    why = f'{where}; cue "{cue}" → {kind}' if cue else f"{where}; no cue → action"
+    confidence = 0.7 if cue else 0.55
+    return b.node(kind, item.start, item.end, parent_id, confidence, why, required=not optional)
+
+
+def _place(b: _Builder, item: _Item, parent_id: str | None, intent: _Item | None) -> None:
+    """Create the node(s) of ``item`` below ``parent_id``; then its children."""
+    own_id = _own_node(b, item, parent_id, intent)
+    item.node_id = own_id
+    children = list(item.children)
+    # The paragraph right below the intent heading states its purpose.
+    if item is intent and item.kind == "heading":
+        assert own_id is not None
+        while children and children[0].kind == "sentence":
+            purpose = children.pop(0)
+            b.by_id[own_id]["evidence"].append(b.span(purpose.start, purpose.end))
+    below = own_id if own_id is not None else parent_id
+    previous_step: _Item | None = None
+    for child in children:
+        _place(b, child, below, intent)
+        if child.kind == "numbered" and child.node_id and not _is_branch(b, child.node_id):
+            if previous_step is not None and previous_step.node_id:
+                b.edge(previous_step.node_id, child.node_id, "enables")
+            previous_step = child
 
 
 def _is_branch(b: _Builder, node_id: str) -> bool:

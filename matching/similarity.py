@@ -26,13 +26,23 @@ import numpy as np
 import snowballstemmer
 from scipy import sparse
 
+from .trace import strip_tag
+
 THRESHOLD = 0.35
 _WORD = re.compile(r"[a-z0-9]+")
-_ROLE_TAG = re.compile(r"^\[(?:system|user|assistant|tool|result)\] ")
+# A quote without its role tag: the trace module reads tags; kept under this name for
+# similarity callers.
+strip_role_tag = strip_tag
 
 
 @cache
 def stopwords() -> frozenset[str]:
+    """The stop words of the spec's ``stopwords.txt`` (shipped in ``matching/data``).
+
+    Returns
+    -------
+    frozenset of str
+    """
     text = (Path(__file__).resolve().parent / "data" / "stopwords.txt").read_text("utf-8")
     return frozenset(
         w.strip() for w in text.splitlines() if w.strip() and not w.lstrip().startswith("#")
@@ -49,20 +59,36 @@ def _stem(word: str) -> str:
 
 @lru_cache(maxsize=1 << 16)
 def tokens(text: str) -> frozenset[str]:
-    """The normalised, stop-word-free, stemmed token set of ``text`` (memoised: the
-    same declared labels are tokenised for every case of a suite)."""
+    """The normalised, stop-word-free, stemmed token set of ``text``.
+
+    Memoised: the same declared labels are tokenised for every case of a suite.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    frozenset of str
+    """
     stop = stopwords()
     norm = unicodedata.normalize("NFKC", text).casefold()
     return frozenset(_stem(w) for w in _WORD.findall(norm) if w not in stop)
 
 
-def strip_role_tag(quote: str) -> str:
-    """A trace line's text without its leading ``[role] `` tag."""
-    return _ROLE_TAG.sub("", quote, count=1)
-
-
 def sim(a: frozenset[str], b: frozenset[str]) -> float:
-    """sim(A, B) = 0.5 |A∩B|/|A∪B| + 0.5 |A∩B|/min(|A|,|B|), to 6 decimals."""
+    """sim(A, B) = 0.5 |A∩B|/|A∪B| + 0.5 |A∩B|/min(|A|,|B|), to 6 decimals.
+
+    Parameters
+    ----------
+    a, b : frozenset of str
+        Token sets.
+
+    Returns
+    -------
+    float
+        0.0 when either set is empty.
+    """
     if not a or not b:
         return 0.0
     inter = len(a & b)
@@ -70,7 +96,18 @@ def sim(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def similarity_matrix(rows: Sequence[frozenset[str]], cols: Sequence[frozenset[str]]) -> np.ndarray:
-    """sim of every row set against every column set, as a dense float matrix."""
+    """sim of every row set against every column set.
+
+    Parameters
+    ----------
+    rows, cols : sequence of frozenset of str
+        Token sets.
+
+    Returns
+    -------
+    numpy.ndarray
+        A dense ``len(rows) x len(cols)`` float matrix, rounded to 6 decimals.
+    """
     n, m = len(rows), len(cols)
     if n == 0 or m == 0:
         return np.zeros((n, m))

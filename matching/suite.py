@@ -26,7 +26,7 @@ from typing import Any
 from .conditioning import Expected, condition
 from .errors import ContractEvalError
 from .evaluate import evaluate_detailed
-from .extract import reextract
+from .extractors import reextract
 from .formats import Case, Contract, dumps, read_case
 from .perturb import FAMILIES, perturb_case
 from .validate import load_contract
@@ -57,6 +57,20 @@ def load_suite(path: Path) -> Suite:
 
     A contract that fails its audit stops the load (every case depends on it); a case
     line that cannot be read is recorded as an error and counts as wrong when scored.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The suite folder.
+
+    Returns
+    -------
+    Suite
+
+    Raises
+    ------
+    ContractEvalError
+        When the folder has no contracts, or a contract fails its audit.
     """
     path = Path(path)
     cdir = path / "contracts"
@@ -64,6 +78,35 @@ def load_suite(path: Path) -> Suite:
         raise ContractEvalError(
             f"not a suite folder: {cdir} is missing", file=str(path), rule="suite"
         )
+    contracts = _load_contracts(cdir)
+    cases_file = path / "cases.jsonl"
+    if not cases_file.is_file():
+        raise ContractEvalError(
+            f"not a suite folder: {cases_file} is missing", file=str(path), rule="suite"
+        )
+    suite = Suite(contracts, [])
+    with cases_file.open("rb") as fh:
+        _read_cases(_utf8_lines(fh, str(cases_file), suite), str(cases_file), suite)
+    return suite
+
+
+def _utf8_lines(raw_lines: Iterable[bytes], name: str, suite: Suite) -> Iterable[str]:
+    """The lines as text; a line that is not UTF-8 is a case error (and an empty line)."""
+    for lineno, raw in enumerate(raw_lines, 1):
+        if lineno == 1:
+            raw = raw.removeprefix(codecs.BOM_UTF8)
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            where = f"{name}:{lineno}"
+            suite.errors.append(
+                {"id": where, "error": f"{where}: $: not UTF-8 text (byte {exc.start}) [encoding]"}
+            )
+            yield ""
+
+
+def _load_contracts(cdir: Path) -> dict[str, Contract]:
+    """Every ``*.json`` of a suite's contracts folder, audited, by id."""
     contracts: dict[str, Contract] = {}
     for f in sorted(cdir.glob("*.json")):
         c = load_contract(f)
@@ -72,48 +115,33 @@ def load_suite(path: Path) -> Suite:
                 f"duplicate contract id {c.id!r}", file=str(f), path="$.id", rule="unique-id"
             )
         contracts[c.id] = c
-    cases_file = path / "cases.jsonl"
-    if not cases_file.is_file():
-        raise ContractEvalError(
-            f"not a suite folder: {cases_file} is missing", file=str(path), rule="suite"
-        )
-    suite = Suite(contracts, [])
+    return contracts
+
+
+def _read_cases(lines: Iterable[str], name: str, suite: Suite) -> None:
+    """Add the cases of ``cases.jsonl`` lines to ``suite``; unreadable ones become errors."""
     seen: set[str] = set()
-    with cases_file.open("rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            where = f"{cases_file}:{lineno}"
-            if lineno == 1:
-                raw = raw.removeprefix(codecs.BOM_UTF8)
-            try:
-                line = raw.decode("utf-8")  # line by line: a bad line is one case error
-            except UnicodeDecodeError as exc:
-                suite.errors.append(
-                    {
-                        "id": where,
-                        "error": f"{where}: $: not UTF-8 text (byte {exc.start}) [encoding]",
-                    }
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{name}:{lineno}"
+        try:
+            case = read_case(line, file=where)
+            if case.id in seen:
+                raise ContractEvalError(
+                    f"duplicate case id {case.id!r}", file=where, path="$.id", rule="unique-id"
                 )
-                continue
-            if not line.strip():
-                continue
-            try:
-                case = read_case(line, file=where)
-                if case.id in seen:
-                    raise ContractEvalError(
-                        f"duplicate case id {case.id!r}", file=where, path="$.id", rule="unique-id"
-                    )
-                if case.contract not in contracts:
-                    raise ContractEvalError(
-                        f"unknown contract {case.contract!r}",
-                        file=where,
-                        path="$.contract",
-                        rule="unknown-id",
-                    )
-                seen.add(case.id)
-                suite.cases.append(case)
-            except ContractEvalError as exc:
-                suite.errors.append({"id": where, "error": str(exc)})
-    return suite
+            if case.contract not in suite.contracts:
+                raise ContractEvalError(
+                    f"unknown contract {case.contract!r}",
+                    file=where,
+                    path="$.contract",
+                    rule="unknown-id",
+                )
+            seen.add(case.id)
+            suite.cases.append(case)
+        except ContractEvalError as exc:
+            suite.errors.append({"id": where, "error": str(exc)})
 
 
 # --------------------------------------------------------------------------- perturb
@@ -126,7 +154,24 @@ def perturb_suite(
     seed: int = 0,
     progress: Progress | None = None,
 ) -> tuple[list[Case], dict[str, dict[str, int]]]:
-    """Every clean case followed by one perturbed case per applicable family."""
+    """Every clean case followed by one perturbed case per applicable family.
+
+    Parameters
+    ----------
+    suite : Suite
+    families : sequence of str
+        Which families, in the order to generate them (:data:`~matching.model.FAMILIES`).
+    seed : int
+    progress : callable, optional
+        Called with ``(clean cases done, clean cases)``.
+
+    Returns
+    -------
+    cases : list of Case
+        Ids ``<contract>/<query>/<family>-<n>``.
+    counts : dict
+        Family -> ``{"made": n, "skipped": n}``.
+    """
     out: list[Case] = []
     counts = {f: {"made": 0, "skipped": 0} for f in families}
     numbers: dict[tuple[str, str, str], int] = defaultdict(int)
@@ -156,6 +201,14 @@ def perturb_suite(
 
 
 def write_suite(path: Path, contracts: Iterable[Contract], cases: Iterable[Case]) -> None:
+    """Write a suite folder: ``contracts/<id>.json`` and ``cases.jsonl``.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+    contracts : iterable of Contract
+    cases : iterable of Case
+    """
     path = Path(path)
     (path / "contracts").mkdir(parents=True, exist_ok=True)
     for c in contracts:
@@ -200,7 +253,26 @@ def run_suite(
     jobs: int = 1,
     progress: Progress | None = None,
 ) -> list[CaseResult]:
-    """Evaluate every case; ``jobs`` > 1 forks worker processes."""
+    """Evaluate every case of a suite.
+
+    Parameters
+    ----------
+    suite : Suite
+    mode : {"token", "oracle"}
+    extractor : str
+        ``"none"`` to evaluate the cases' own observed graphs, else an extractor name
+        (:data:`~matching.extractors.EXTRACTORS`) to re-extract them from their text.
+    jobs : int
+        More than 1 forks that many worker processes.
+    progress : callable, optional
+        Called with ``(cases done, cases)``.
+
+    Returns
+    -------
+    list of CaseResult
+        One per case (an erroring case has verdict None and its error), then one per
+        unreadable case line.
+    """
     _STATE.update(suite=suite, mode=mode, extractor=extractor, cache={})
     n = len(suite.cases)
     results: list[CaseResult] = []
@@ -232,8 +304,21 @@ def _share(num: int, den: int) -> float | None:
 
 
 def score(results: Sequence[CaseResult], *, locations: bool = True) -> dict[str, Any]:
-    """The figures of ALGORITHMS.md §6. ``locations=False`` for evaluators that give a
-    family only (LLM judges): localisation is then null."""
+    """The figures of ALGORITHMS.md §6.
+
+    Parameters
+    ----------
+    results : sequence of CaseResult
+    locations : bool
+        False for evaluators that give a family only (LLM judges): localisation is
+        then null.
+
+    Returns
+    -------
+    dict
+        Detection accuracy, balanced detection accuracy, clean specificity,
+        localisation, per-family rows and the errored cases.
+    """
     total = len(results)
     correct = sum(1 for r in results if r.verdict is not None and (r.verdict == "clean") == r.clean)
     clean = [r for r in results if r.clean]
@@ -282,7 +367,16 @@ def _family_order(f: str) -> int:
 
 
 def format_table(scores: dict[str, Any]) -> str:
-    """The per-family table, plain text."""
+    """The per-family table of :func:`score`'s figures, as plain text.
+
+    Parameters
+    ----------
+    scores : dict
+
+    Returns
+    -------
+    str
+    """
 
     def cell(x: float | None) -> str:
         return "—" if x is None else f"{x:.3f}"
@@ -365,53 +459,70 @@ def extract_suite_zip(
         zf = zipfile.ZipFile(io.BytesIO(archive))
     except zipfile.BadZipFile:
         raise SuiteArchiveError("not a zip archive") from None
-    limit = max_unpacked
     with zf:
-        infos = [i for i in zf.infolist() if not i.is_dir()]
-        if len(infos) > SUITE_ARCHIVE_MAX_FILES:
-            raise SuiteArchiveError(f"the archive has more than {SUITE_ARCHIVE_MAX_FILES:,} files")
-        paths = [(_member_path(i), i) for i in infos]
-        roots = {p.parent for p, _ in paths if p.name == "cases.jsonl"}
-        if len(roots) != 1:
-            raise SuiteArchiveError(
-                "the archive must hold one suite: contracts/<id>.json and cases.jsonl"
-                " (FORMAT.md §7), at the top or in one folder"
-            )
-        root = roots.pop()
-        wanted = []
-        for p, info in paths:
-            rel = p.relative_to(root) if p.is_relative_to(root) else None
-            if rel is None:
-                continue
-            if rel == PurePosixPath("cases.jsonl") or (
-                len(rel.parts) == 2 and rel.parts[0] == "contracts" and rel.suffix == ".json"
-            ):
-                wanted.append((rel, info))
-        if not any(rel.parts[0] == "contracts" for rel, _ in wanted):
-            raise SuiteArchiveError("the archive has no contracts/<id>.json")
-        total = 0
+        wanted = _suite_members(zf)
         dest.mkdir(parents=True, exist_ok=True)
         (dest / "contracts").mkdir(exist_ok=True)
-        for rel, info in wanted:
-            if info.file_size > limit - total:
-                raise SuiteArchiveError(f"the archive unpacks to more than {limit:,} bytes")
-            target = dest.joinpath(*rel.parts)
-            # cases are read line by line later; a file that is not text at all is refused
-            # now, with the archive, instead of becoming one error per line
-            utf8 = codecs.getincrementaldecoder("utf-8")() if rel.name == "cases.jsonl" else None
-            written = 0
-            with zf.open(info) as src, open(target, "wb") as out:
-                while chunk := src.read(1 << 20):
-                    if utf8 is not None:
-                        _check_utf8(utf8, chunk, rel, offset=written)
-                    written += len(chunk)
-                    total += len(chunk)
-                    if total > limit:
-                        raise SuiteArchiveError(f"the archive unpacks to more than {limit:,} bytes")
-                    out.write(chunk)
-                if utf8 is not None:
-                    _check_utf8(utf8, b"", rel, offset=written, final=True)
+        _unpack(zf, wanted, dest, max_unpacked)
     return dest
+
+
+def _suite_members(zf: zipfile.ZipFile) -> list[tuple[PurePosixPath, zipfile.ZipInfo]]:
+    """The suite files of the archive (``cases.jsonl`` and ``contracts/*.json`` under
+    the one folder that holds ``cases.jsonl``), each with its path in the suite."""
+    infos = [i for i in zf.infolist() if not i.is_dir()]
+    if len(infos) > SUITE_ARCHIVE_MAX_FILES:
+        raise SuiteArchiveError(f"the archive has more than {SUITE_ARCHIVE_MAX_FILES:,} files")
+    paths = [(_member_path(i), i) for i in infos]
+    roots = {p.parent for p, _ in paths if p.name == "cases.jsonl"}
+    if len(roots) != 1:
+        raise SuiteArchiveError(
+            "the archive must hold one suite: contracts/<id>.json and cases.jsonl"
+            " (FORMAT.md §7), at the top or in one folder"
+        )
+    root = roots.pop()
+    wanted = []
+    for p, info in paths:
+        rel = p.relative_to(root) if p.is_relative_to(root) else None
+        if rel is None:
+            continue
+        if rel == PurePosixPath("cases.jsonl") or (
+            len(rel.parts) == 2 and rel.parts[0] == "contracts" and rel.suffix == ".json"
+        ):
+            wanted.append((rel, info))
+    if not any(rel.parts[0] == "contracts" for rel, _ in wanted):
+        raise SuiteArchiveError("the archive has no contracts/<id>.json")
+    return wanted
+
+
+def _unpack(
+    zf: zipfile.ZipFile,
+    wanted: list[tuple[PurePosixPath, zipfile.ZipInfo]],
+    dest: Path,
+    limit: int,
+) -> None:
+    """Write the members, stopping as soon as the bytes written pass ``limit`` (the
+    sizes a zip declares can lie)."""
+    total = 0
+    for rel, info in wanted:
+        if info.file_size > limit - total:
+            raise SuiteArchiveError(f"the archive unpacks to more than {limit:,} bytes")
+        target = dest.joinpath(*rel.parts)
+        # cases are read line by line later; a file that is not text at all is refused
+        # now, with the archive, instead of becoming one error per line
+        utf8 = codecs.getincrementaldecoder("utf-8")() if rel.name == "cases.jsonl" else None
+        written = 0
+        with zf.open(info) as src, open(target, "wb") as out:
+            while chunk := src.read(1 << 20):
+                if utf8 is not None:
+                    _check_utf8(utf8, chunk, rel, offset=written)
+                written += len(chunk)
+                total += len(chunk)
+                if total > limit:
+                    raise SuiteArchiveError(f"the archive unpacks to more than {limit:,} bytes")
+                out.write(chunk)
+            if utf8 is not None:
+                _check_utf8(utf8, b"", rel, offset=written, final=True)
 
 
 def _check_utf8(

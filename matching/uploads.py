@@ -15,7 +15,6 @@ upload raises :class:`~matching.errors.ContractEvalError` naming what is wrong.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,15 +23,13 @@ from .errors import ContractEvalError
 from .formats import OBSERVED, read_observed
 from .importers import detect_kind, render
 from .input_limits import MAX_DEPTH, check_json
+from .trace import is_trace
 
 # The values a caller may pass (the web app stores them as its own choices).
 INPUT_KINDS = ("observed", "text", "openai", "tau_bench")
 MODES = ("oracle", "token")
 EXTRACTORS = ("none", "heuristic", "llm")
 SOURCE_KINDS = ("response", "trace")
-# A rendered trace opens its lines with the speaker in brackets; pasted text that does
-# is a trace, not a final response.
-_EVENT = re.compile(r"^\[(?:system|user|assistant|tool|result)\] ", re.MULTILINE)
 
 
 @dataclass
@@ -71,69 +68,60 @@ def prepare_input(
     extractor: str = "none",
     mode: str = "token",
 ) -> PreparedInput:
-    """Parse, render and validate one input; raises :class:`ContractEvalError`.
+    """Parse, render and validate one input.
 
-    ``kind`` is one of :data:`INPUT_KINDS` or ``auto`` (JSON that is an observed document, a
-    chat transcript or an action list is recognised; anything else is pasted text).
-    ``data`` is text (``str``/``bytes``) or already-parsed JSON.
+    Parameters
+    ----------
+    kind : str
+        One of :data:`INPUT_KINDS`, or ``auto``: JSON that is an observed document, a
+        chat transcript or an action list is recognised; anything else is pasted text.
+    data : str, bytes or parsed JSON
+        The upload.
+    contract_key, query_key : str
+        What the observed document is evaluated against.
+    source_kind : str
+        ``response``, ``trace`` or ``auto`` (a rendered trace is a trace).
+    extractor, mode : str
+        The run's options; text is extracted, so it needs token mode.
+
+    Returns
+    -------
+    PreparedInput
+
+    Raises
+    ------
+    ContractEvalError
+        Naming what is wrong with the upload or the options.
     """
-    if mode not in MODES:
-        raise ContractEvalError(f"unknown mode {mode!r}: expected oracle or token", rule="mode")
-    if extractor not in EXTRACTORS:
-        raise ContractEvalError(
-            f"unknown extractor {extractor!r}: expected none, heuristic or llm", rule="extractor"
-        )
-    if isinstance(data, bytes):
-        try:
-            data = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise ContractEvalError("not UTF-8 text", rule="text") from None
-    if kind == "auto":
-        parsed = None
-        if isinstance(data, str):
-            stripped = data.strip()
-            if stripped[:1] in ("{", "["):
-                try:
-                    parsed = json.loads(stripped)
-                except RecursionError:
-                    raise _too_deep() from None
-                except json.JSONDecodeError as exc:
-                    # Text that opens like JSON is almost always a broken upload, not an
-                    # agent's answer: say so rather than evaluate it as prose.
-                    raise ContractEvalError(
-                        f"this looks like JSON but is not valid JSON ({exc.msg} at line"
-                        f" {exc.lineno} column {exc.colno}); fix it, or choose the input kind"
-                        " 'Pasted response or trace' to evaluate it as text",
-                        rule="json",
-                    ) from None
-        else:
-            parsed = data
-        if parsed is not None:
-            # the schema checks and renderers recurse per level: stop a deep input here
-            check_json(parsed, what="the input", strings=False)
-        if parsed is None:
-            kind = "text"
-        else:
-            kind, data = detect_kind(parsed), parsed
-    if kind not in INPUT_KINDS:
-        raise ContractEvalError(
-            f"unknown input kind {kind!r}: expected observed, text, openai or tau_bench",
-            rule="input-kind",
-        )
+    _check_options(mode, extractor)
+    kind, data = _recognise(kind, data)
     if kind == "observed":
         if isinstance(data, str):
             data = _parse_json(data)
-        check_json(data, what="the input", strings=False)
+        check_json(data, what="the input", strings=False)  # schema checks recurse per level
         read_observed(data)  # schema, ids and steps: the engine's message on failure
-        doc = dict(data)
-        return PreparedInput(kind=kind, observed=doc, extractor=extractor)
+        return PreparedInput(kind=kind, observed=dict(data), extractor=extractor)
+    return _rendered(kind, data, contract_key, query_key, source_kind, extractor, mode)
+
+
+def _rendered(
+    kind: str,
+    data: Any,
+    contract_key: str,
+    query_key: str,
+    source_kind: str,
+    extractor: str,
+    mode: str,
+) -> PreparedInput:
+    """A transcript, action list or pasted text as an observed document with no nodes
+    (the extractor finds them), its final output kept for the output checks."""
     if kind != "text" and isinstance(data, str):
         data = _parse_json(data)
     if kind != "text":
-        check_json(data, what="the input", strings=False)
+        check_json(data, what="the input", strings=False)  # the renderers recurse per level
     text = render(kind, data)
     if source_kind == "auto":
-        source_kind = "trace" if kind != "text" or _EVENT.search(text) else "response"
+        source_kind = "trace" if kind != "text" or is_trace(text) else "response"
     if source_kind not in SOURCE_KINDS:
         raise ContractEvalError(
             f"unknown source kind {source_kind!r}: expected response or trace", rule="source-kind"
@@ -144,9 +132,7 @@ def prepare_input(
             " extracted, so use token mode",
             rule="mode",
         )
-    if extractor == "none":
-        extractor = "heuristic"  # text has no nodes until it is extracted
-    doc = {
+    doc: dict[str, Any] = {
         "format": OBSERVED,
         "contract": contract_key,
         "query": query_key,
@@ -157,7 +143,59 @@ def prepare_input(
     if output:
         doc["output"] = output
     read_observed(doc)
-    return PreparedInput(kind=kind, observed=doc, extractor=extractor)
+    # text has no nodes until it is extracted
+    return PreparedInput(
+        kind=kind, observed=doc, extractor=extractor if extractor != "none" else "heuristic"
+    )
+
+
+def _check_options(mode: str, extractor: str) -> None:
+    if mode not in MODES:
+        raise ContractEvalError(f"unknown mode {mode!r}: expected oracle or token", rule="mode")
+    if extractor not in EXTRACTORS:
+        raise ContractEvalError(
+            f"unknown extractor {extractor!r}: expected none, heuristic or llm", rule="extractor"
+        )
+
+
+def _recognise(kind: str, data: Any) -> tuple[str, Any]:
+    """``(kind, data)`` with bytes decoded and ``auto`` resolved to a known kind."""
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ContractEvalError("not UTF-8 text", rule="text") from None
+    if kind == "auto":
+        parsed = _json_or_none(data) if isinstance(data, str) else data
+        if parsed is not None:
+            check_json(parsed, what="the input", strings=False)
+        kind, data = ("text", data) if parsed is None else (detect_kind(parsed), parsed)
+    if kind not in INPUT_KINDS:
+        raise ContractEvalError(
+            f"unknown input kind {kind!r}: expected observed, text, openai or tau_bench",
+            rule="input-kind",
+        )
+    return kind, data
+
+
+def _json_or_none(text: str) -> Any:
+    """The JSON of ``text`` if it opens like JSON, else None (pasted prose)."""
+    stripped = text.strip()
+    if stripped[:1] not in ("{", "["):
+        return None
+    try:
+        return json.loads(stripped)
+    except RecursionError:
+        raise _too_deep() from None
+    except json.JSONDecodeError as exc:
+        # Text that opens like JSON is almost always a broken upload, not an agent's
+        # answer: say so rather than evaluate it as prose.
+        raise ContractEvalError(
+            f"this looks like JSON but is not valid JSON ({exc.msg} at line"
+            f" {exc.lineno} column {exc.colno}); fix it, or choose the input kind"
+            " 'Pasted response or trace' to evaluate it as text",
+            rule="json",
+        ) from None
 
 
 def _final_output(kind: str, data: Any, text: str, source_kind: str) -> str | None:

@@ -26,30 +26,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-import networkx as nx
-
 from .errors import ContractEvalError
 from .formats import (
-    ORDER_KINDS,
     Contract,
     Source,
-    Span,
     contract_from_data,
     load_json,
     read_contract,
     schema_errors,
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One audit finding. ``node`` is the node (or invariant/query) it concerns."""
-
-    rule: str
-    message: str
-    path: str
-    node: str | None = None
+from .rules import Finding, findings
 
 
 @dataclass
@@ -79,7 +65,19 @@ _NODE_PATH = re.compile(r"^\$\.(nodes|invariants|queries)\[(\d+)\]")
 
 
 def audit_contract(doc: Mapping[str, Any] | Contract) -> Audit:
-    """Run every audit check. Never raises for a dict: schema problems become errors."""
+    """Run every audit check of a contract.
+
+    Parameters
+    ----------
+    doc : mapping or Contract
+        A contract document (schema problems become errors) or a parsed contract.
+
+    Returns
+    -------
+    Audit
+        Errors, warnings (including regexes with nested quantifiers) and coverage;
+        never raises for a mapping.
+    """
     if isinstance(doc, Contract):
         return _audit(doc)
     audit = Audit()
@@ -119,220 +117,9 @@ def _owner(doc: Mapping[str, Any], path: str) -> str | None:
         return None
 
 
-def _check_spans(text: str, spans: list[Span], path: str, owner: str, out: list[Finding]) -> None:
-    for j, s in enumerate(spans):
-        p = f"{path}.evidence[{j}]"
-        if not (0 <= s.start < s.end <= len(text)):
-            out.append(
-                Finding(
-                    "span-out-of-range",
-                    f"span [{s.start}, {s.end}) is outside the text (length {len(text)})"
-                    if s.end > len(text) or s.start >= s.end
-                    else f"span [{s.start}, {s.end}) is empty",
-                    p,
-                    owner,
-                )
-            )
-        elif s.quote is not None and text[s.start : s.end] != s.quote:
-            out.append(
-                Finding(
-                    "quote-mismatch",
-                    f"quote {s.quote[:40]!r} differs from the text at [{s.start}, {s.end}):"
-                    f" {text[s.start : s.end][:40]!r}",
-                    p,
-                    owner,
-                )
-            )
-
-
 def _audit(c: Contract) -> Audit:
-    from .conditioning import condition
-
-    errors: list[Finding] = []
-    warnings: list[Finding] = []
-    ids = c.by_id
-    # -- spans and evidence
-    for i, n in enumerate(c.nodes):
-        path = f"$.nodes[{i}]"
-        if not n.evidence:
-            errors.append(Finding("no-evidence", "node has no evidence span", path, n.id))
-        _check_spans(c.text, n.evidence, path, n.id, errors)
-    for i, inv in enumerate(c.invariants):
-        path = f"$.invariants[{i}]"
-        if not inv.evidence:
-            errors.append(Finding("no-evidence", "invariant has no evidence span", path, inv.id))
-        _check_spans(c.text, inv.evidence, path, inv.id, errors)
-    # -- references
-    for i, n in enumerate(c.nodes):
-        if n.parent is not None and n.parent not in ids:
-            errors.append(
-                Finding(
-                    "unknown-parent", f"unknown parent {n.parent!r}", f"$.nodes[{i}].parent", n.id
-                )
-            )
-    edges_ok = []
-    for i, e in enumerate(c.edges):
-        bad = [x for x in (e.source, e.target) if x not in ids]
-        for x in bad:
-            end = "source" if x == e.source else "target"
-            errors.append(
-                Finding("unknown-id", f"edge {end} {x!r} is not a node", f"$.edges[{i}].{end}", x)
-            )
-        if not bad:
-            edges_ok.append((i, e))
-    for i, inv in enumerate(c.invariants):
-        for j, x in enumerate(inv.applies_to):
-            if x not in ids:
-                errors.append(
-                    Finding(
-                        "unknown-id",
-                        f"applies_to names unknown node {x!r}",
-                        f"$.invariants[{i}].applies_to[{j}]",
-                        inv.id,
-                    )
-                )
-    # -- hierarchy cycle
-    hier = nx.DiGraph((n.parent, n.id) for n in c.nodes if n.parent in ids)
-    parent_cycle = False
-    try:
-        cyc = nx.find_cycle(hier)
-        parent_cycle = True
-        members = sorted({a for a, _ in cyc}, key=c.order.__getitem__)
-        errors.append(
-            Finding(
-                "parent-cycle",
-                "the hierarchy has a cycle: " + " -> ".join(members + members[:1]),
-                f"$.nodes[{c.order[members[0]]}].parent",
-                members[0],
-            )
-        )
-    except nx.NetworkXNoCycle:
-        pass
-    # -- order cycle (requires + enables)
-    order = nx.DiGraph()
-    order.add_edges_from((e.source, e.target) for _, e in edges_ok if e.kind in ORDER_KINDS)
-    try:
-        cyc = nx.find_cycle(order)
-        first = cyc[0][0]
-        errors.append(
-            Finding(
-                "order-cycle",
-                "requires/enables edges form a cycle: "
-                + " -> ".join([a for a, _ in cyc] + [first]),
-                "$.edges",
-                first,
-            )
-        )
-    except nx.NetworkXNoCycle:
-        pass
-    # -- branches
-    has_branch_edge: set[tuple[str, str]] = set()
-    for i, e in edges_ok:
-        if e.kind != "branches_to":
-            continue
-        s, t = ids[e.source], ids[e.target]
-        if s.type != "decision" or t.type != "branch_condition" or t.parent != s.id:
-            errors.append(
-                Finding(
-                    "branches-to",
-                    f"branches_to {s.id!r} -> {t.id!r} must go from a decision to one of its"
-                    " branch_condition children",
-                    f"$.edges[{i}]",
-                    s.id,
-                )
-            )
-        else:
-            has_branch_edge.add((s.id, t.id))
-    for d, outs in c.outcomes.items():
-        if len(outs) < 2:
-            errors.append(
-                Finding(
-                    "decision-outcomes",
-                    f"decision {d!r} has {len(outs)} outcome(s); it needs at least two"
-                    " branch_condition children",
-                    f"$.nodes[{c.order[d]}]",
-                    d,
-                )
-            )
-    for n in c.nodes:
-        if n.type == "branch_condition" and n.parent in ids and ids[n.parent].type == "decision":
-            if (n.parent, n.id) not in has_branch_edge:
-                errors.append(
-                    Finding(
-                        "branch-without-edge",
-                        f"outcome {n.id!r} of decision {n.parent!r} has no branches_to edge"
-                        " from it",
-                        f"$.nodes[{c.order[n.id]}]",
-                        n.id,
-                    )
-                )
-    # -- machine checks must compile
-    for i, n in enumerate(c.nodes):
-        _check_output_meta(n.meta, f"$.nodes[{i}].meta", n.id, n.type, errors)
-    for i, inv in enumerate(c.invariants):
-        for key, rx in (inv.check or {}).items():
-            if key.endswith("_regex"):
-                _check_regex(rx, f"$.invariants[{i}].check.{key}", inv.id, errors)
-        if inv.check and "forbid_regex" in inv.check and "violation_example" in inv.check:
-            try:
-                if not re.search(inv.check["forbid_regex"], inv.check["violation_example"]):
-                    errors.append(
-                        Finding(
-                            "violation-example",
-                            "violation_example does not match forbid_regex",
-                            f"$.invariants[{i}].check.violation_example",
-                            inv.id,
-                        )
-                    )
-            except re.error:
-                pass
-    # -- warnings (only meaningful on a sound hierarchy)
-    if not parent_cycle:
-        below_any: set[str] = set()
-        for n in c.nodes:
-            anc = c.ancestors(n.id)
-            if n.required and n.type != "intent" and all(ids[a].type != "intent" for a in anc):
-                warnings.append(
-                    Finding(
-                        "no-intent-ancestor",
-                        f"required node {n.id!r} has no intent among its ancestors",
-                        f"$.nodes[{c.order[n.id]}]",
-                        n.id,
-                    )
-                )
-            if any(ids[a].combine == "any" for a in anc):
-                below_any.add(n.id)
-                if n.required:
-                    warnings.append(
-                        Finding(
-                            "required-below-any",
-                            f"node {n.id!r} is below a combine: any node but marked required;"
-                            " alternatives are never required on their own",
-                            f"$.nodes[{c.order[n.id]}].required",
-                            n.id,
-                        )
-                    )
-    labels: dict[str, str] = {}
-    for n in c.nodes:
-        key = " ".join(n.label.split()).casefold()
-        if key in labels:
-            warnings.append(
-                Finding(
-                    "duplicate-label",
-                    f"nodes {labels[key]!r} and {n.id!r} have the same label {n.label!r}",
-                    f"$.nodes[{c.order[n.id]}].label",
-                    n.id,
-                )
-            )
-        else:
-            labels[key] = n.id
-    # -- embedded queries must condition (only on a structurally sound contract)
-    if not errors:
-        for i, q in enumerate(c.queries):
-            try:
-                condition(c, q)
-            except ContractEvalError as exc:
-                errors.append(Finding(exc.rule, exc.message, f"$.queries[{i}]", q.id))
+    """Every rule of a parsed contract (:func:`matching.rules.findings`), then coverage."""
+    errors, warnings = findings(c)
     lines, covered = coverage_lines(c)
     return Audit(
         errors=errors,
@@ -343,39 +130,18 @@ def _audit(c: Contract) -> Audit:
     )
 
 
-def _check_regex(rx: str, path: str, owner: str, out: list[Finding]) -> None:
-    try:
-        re.compile(rx)
-    except re.error as exc:
-        out.append(
-            Finding("bad-regex", f"not a valid Python regular expression: {exc}", path, owner)
-        )
-
-
-def _check_output_meta(
-    meta: Mapping[str, Any], path: str, owner: str, type_: str, out: list[Finding]
-) -> None:
-    if "regex" in meta:
-        if isinstance(meta["regex"], str):
-            _check_regex(meta["regex"], f"{path}.regex", owner, out)
-        else:
-            out.append(Finding("bad-regex", "meta.regex must be a string", f"{path}.regex", owner))
-    if "json_schema" in meta:
-        try:
-            jsonschema.Draft202012Validator.check_schema(meta["json_schema"])
-        except jsonschema.SchemaError as exc:
-            out.append(
-                Finding(
-                    "bad-json-schema",
-                    f"meta.json_schema is not a valid JSON Schema: {exc.message}",
-                    f"{path}.json_schema",
-                    owner,
-                )
-            )
-
-
 def coverage_lines(c: Contract) -> tuple[int, int]:
-    """``(non-blank lines, those touched by a node's or invariant's span)``."""
+    """Evidence coverage of the artifact's lines.
+
+    Parameters
+    ----------
+    c : Contract
+
+    Returns
+    -------
+    (int, int)
+        The non-blank lines, and those a node's or invariant's span touches.
+    """
     touched = bytearray(len(c.text))
     spans = [sp for n in c.nodes for sp in n.evidence]
     spans += [sp for i in c.invariants for sp in i.evidence]
@@ -396,6 +162,24 @@ def coverage_lines(c: Contract) -> tuple[int, int]:
 def load_contract(src: Source, *, file: str | None = None) -> Contract:
     """Read *and* audit a contract; raise the first audit error.
 
+    Parameters
+    ----------
+    src : mapping, str, bytes or pathlib.Path
+        The contract document.
+    file : str, optional
+        The file name errors name.
+
+    Returns
+    -------
+    Contract
+
+    Raises
+    ------
+    ContractEvalError
+        The first schema or audit error (and how many more there are).
+
+    Examples
+    --------
     >>> from pathlib import Path
     >>> load_contract(Path("/nonexistent.json"))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -414,7 +198,21 @@ def load_contract(src: Source, *, file: str | None = None) -> Contract:
 
 
 def audit_file(path: Path) -> Audit:
-    """Audit a contract file, raising only when it is not readable JSON."""
+    """Audit a contract file.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+
+    Returns
+    -------
+    Audit
+
+    Raises
+    ------
+    ContractEvalError
+        Only when the file is not readable JSON, or not a contract document.
+    """
     data, _ = load_json(path)
     if not isinstance(data, dict):
         raise ContractEvalError("a contract must be a JSON object", file=str(path), rule="type")

@@ -45,7 +45,7 @@ def load_contract_rows(contract: Contract) -> ContractRows:
     ).order_by("position", "pk"):
         if s.node_id is not None:
             spans[s.node_id].append(s)
-        else:
+        elif s.invariant_id is not None:
             invariant_spans[s.invariant_id].append(s)
     invariants = list(Invariant.objects.filter(contract=contract).order_by("position", "pk"))
     applies_to: dict[int, list[int]] = defaultdict(list)
@@ -75,15 +75,6 @@ def document_from_rows(rows: ContractRows, *, include_rejected: bool = False) ->
     """The ``contracteval.contract/v1`` document of the rows (see :func:`contract_document`)."""
     c, text = rows.contract, rows.text
     kept = {n.pk for n in rows.nodes if include_rejected or not n.is_rejected}
-
-    def exported_parent(node: Node) -> str | None:
-        seen: set[int] = set()
-        parent_pk = node.parent_id
-        while parent_pk is not None and parent_pk not in kept and parent_pk not in seen:
-            seen.add(parent_pk)
-            parent_pk = rows.by_pk[parent_pk].parent_id
-        return rows.by_pk[parent_pk].node_id if parent_pk in kept else None
-
     doc: dict[str, Any] = {"format": CONTRACT_FORMAT, "id": c.key}
     if c.title:
         doc["title"] = c.title
@@ -93,22 +84,7 @@ def document_from_rows(rows: ContractRows, *, include_rejected: bool = False) ->
     if c.artifact.media_type:
         artifact["media_type"] = c.artifact.media_type
     doc["artifact"] = artifact
-    doc["nodes"] = [
-        {
-            "id": n.node_id,
-            "type": n.type,
-            "label": n.label,
-            "description": n.description,
-            "required": n.required,
-            "explicit": n.explicit,
-            "combine": n.combine,
-            "parent": exported_parent(n),
-            "evidence": [_span_dict(text, s) for s in rows.spans.get(n.pk, [])],
-            "meta": n.meta,
-        }
-        for n in rows.nodes
-        if n.pk in kept
-    ]
+    doc["nodes"] = _node_docs(rows, kept)
     doc["edges"] = [
         {
             "source": rows.by_pk[e.source_id].node_id,
@@ -118,13 +94,51 @@ def document_from_rows(rows: ContractRows, *, include_rejected: bool = False) ->
         for e in rows.edges
         if e.source_id in kept and e.target_id in kept
     ]
+    doc["invariants"] = _invariant_docs(rows, kept)
+    doc["queries"] = [
+        {"id": q.query_id, "text": q.text, "intents": q.intents, "branches": q.branches}
+        for q in rows.queries
+    ]
+    return doc
+
+
+def _node_docs(rows: ContractRows, kept: set[int]) -> list[dict[str, Any]]:
+    """The kept nodes; a node below a dropped one hangs from its nearest kept ancestor."""
+
+    def exported_parent(node: Node) -> str | None:
+        seen: set[int] = set()
+        parent_pk = node.parent_id
+        while parent_pk is not None and parent_pk not in kept and parent_pk not in seen:
+            seen.add(parent_pk)
+            parent_pk = rows.by_pk[parent_pk].parent_id
+        return rows.by_pk[parent_pk].node_id if parent_pk in kept else None
+
+    return [
+        {
+            "id": n.node_id,
+            "type": n.type,
+            "label": n.label,
+            "description": n.description,
+            "required": n.required,
+            "explicit": n.explicit,
+            "combine": n.combine,
+            "parent": exported_parent(n),
+            "evidence": [_span_dict(rows.text, s) for s in rows.spans.get(n.pk, [])],
+            "meta": n.meta,
+        }
+        for n in rows.nodes
+        if n.pk in kept
+    ]
+
+
+def _invariant_docs(rows: ContractRows, kept: set[int]) -> list[dict[str, Any]]:
     invariants = []
     for inv in rows.invariants:
         d: dict[str, Any] = {
             "id": inv.inv_id,
             "label": inv.label,
             "description": inv.description,
-            "evidence": [_span_dict(text, s) for s in rows.invariant_spans.get(inv.pk, [])],
+            "evidence": [_span_dict(rows.text, s) for s in rows.invariant_spans.get(inv.pk, [])],
             "applies_to": [
                 rows.by_pk[pk].node_id for pk in rows.applies_to.get(inv.pk, []) if pk in kept
             ],
@@ -132,12 +146,7 @@ def document_from_rows(rows: ContractRows, *, include_rejected: bool = False) ->
         if inv.machine_check is not None:
             d["check"] = inv.machine_check
         invariants.append(d)
-    doc["invariants"] = invariants
-    doc["queries"] = [
-        {"id": q.query_id, "text": q.text, "intents": q.intents, "branches": q.branches}
-        for q in rows.queries
-    ]
-    return doc
+    return invariants
 
 
 def contract_document(contract: Contract, *, include_rejected: bool = False) -> dict[str, Any]:
@@ -160,7 +169,7 @@ def node_snapshot(node: Node) -> dict[str, Any]:
         "required": node.required,
         "explicit": node.explicit,
         "combine": node.combine,
-        "parent": node.parent.node_id if node.parent_id else None,
+        "parent": node.parent.node_id if node.parent is not None else None,
         "meta": node.meta,
         "evidence": [[s.start, s.end] for s in node.spans.all()],
         "review_status": node.review_status,

@@ -27,11 +27,11 @@ def run_row(run: Run) -> dict[str, Any]:
         "families": " ".join(run.families),
     }
     row.update({m: getattr(run, m) for m in METRIC_FIELDS})
-    if hasattr(run, "latest_agrees"):
-        agrees = run.latest_agrees
+    if hasattr(run, "latest_agrees"):  # annotated by selectors.runs.annotate_latest_verdict
+        agrees = getattr(run, "latest_agrees", None)
         row["review"] = "" if agrees is None else ("agrees" if agrees else "disagrees")
-        row["review_note"] = run.latest_note or ""
-        row["reviewer"] = run.latest_reviewer or ""
+        row["review_note"] = getattr(run, "latest_note", "") or ""
+        row["reviewer"] = getattr(run, "latest_reviewer", "") or ""
     row["created_at"] = run.created_at.isoformat()
     return row
 

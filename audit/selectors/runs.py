@@ -32,32 +32,9 @@ def annotate_latest_verdict(qs: QuerySet[Run]) -> QuerySet[Run]:
     )
 
 
-def filter_runs(qs: QuerySet[Run], params: Mapping[str, Any]) -> QuerySet[Run]:
-    """Filters shared by the inbox, the run list and the API (unknown values match none)."""
-    if params.get("contract"):
-        qs = qs.filter(contract__key=params["contract"])
-    if params.get("query"):
-        qs = qs.filter(query_key=params["query"])
-    if params.get("model"):
-        qs = qs.filter(model_name=params["model"])
-    if params.get("status"):
-        qs = qs.filter(status=params["status"])
-    if params.get("verdict"):
-        qs = qs.filter(verdict=params["verdict"])
-    family = params.get("family")
-    if family:
-        col = FAMILY_FIELDS.get(family)
-        qs = qs.filter(**{f"{col}__gt": 0}) if col else qs.none()
-    reviewed = params.get("reviewed")
-    if reviewed in ("yes", "no"):
-        qs = annotate_latest_verdict(qs).filter(has_verdict=reviewed == "yes")
-    return qs
-
-
-def inbox(project: Project, params: Mapping[str, Any] | None = None) -> QuerySet[Run]:
+def inbox(project: Project) -> QuerySet[Run]:
     """Failed (non_clean) finished runs of ``project``, with their latest verdict."""
     qs = Run.objects.filter(project=project, status=RunStatus.DONE, verdict="non_clean")
-    qs = filter_runs(qs, params or {})
     return annotate_latest_verdict(qs.select_related("contract")).defer(
         "observed", "overlay", "report"
     )

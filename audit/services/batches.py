@@ -8,8 +8,9 @@ import logging
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
@@ -152,6 +153,7 @@ def batch_create(
             created_by=actor(user),
         )
         enqueue.batch_on_commit(batch.pk)
+    logger.info("batch %s created: %s, %s cases", batch.pk, label, total)
     return batch
 
 
@@ -159,7 +161,8 @@ class _WatchedClient:
     """The judge's LLM client, counting answers and failures as they happen."""
 
     def __init__(self, client: LLMClient) -> None:
-        self.client, self.answers, self.failures = client, 0, []
+        self.client, self.answers = client, 0
+        self.failures: list[LLMError] = []
 
     def complete_json(self, **kwargs: Any) -> Any:
         try:
@@ -189,7 +192,10 @@ def _judge(batch: Batch, suite, progress, config: LLMConfig):
         progress(done, total)
 
     try:
-        results, verdicts = judge_suite(suite, batch.judge, watched, progress=watch)
+        # the watcher stands in for the client: it has the one method the judges call
+        results, verdicts = judge_suite(
+            suite, batch.judge, cast(LLMClient, watched), progress=watch
+        )
     finally:
         batch.llm_usage = add_usage(batch.llm_usage, client.usage())
     return score(results, locations=False), verdicts, client
@@ -203,47 +209,13 @@ def batch_execute(*, batch_id: int, final_attempt: bool = True) -> Batch:
     :class:`LLMRetry` with the batch queued again, unless ``final_attempt``: then the
     batch fails with the reason.
     """
-    with transaction.atomic():
-        batch = Batch.objects.select_for_update(of=("self",)).get(pk=batch_id)
-        if batch.is_finished:
-            return batch
-        batch.status, batch.started_at, batch.done = RunStatus.RUNNING, timezone.now(), 0
-        batch.attempts += 1
-        batch.save(update_fields=["status", "started_at", "done", "attempts"])
-    last = [0.0]
+    batch = _claim(batch_id)
+    if batch.status != RunStatus.RUNNING:
+        return batch  # finished already: the task ran twice
     retry: LLMRetry | None = None
-    verdicts = None
-
-    def progress(done: int, total: int) -> None:
-        now = time.monotonic()
-        if now - last[0] >= PROGRESS_EVERY_SECONDS or done >= total:
-            last[0] = now
-            Batch.objects.filter(pk=batch.pk).update(done=min(done, batch.total), total=total)
-
     t0 = time.perf_counter()
     try:
-        with tempfile.TemporaryDirectory(prefix="ce-batch-") as tmp:
-            if batch.source == BatchSource.UPLOAD:
-                folder = unpack_suite(bytes(batch.archive or b""), Path(tmp) / "suite")
-            else:
-                folder = fixture_suite_dir()
-            suite = load_suite(folder)
-            total = len(suite.cases) + len(suite.errors)
-            Batch.objects.filter(pk=batch.pk).update(total=total)
-            batch.total = total
-            if batch.judge:
-                config = _check_judge(batch.judge)  # the key may have gone since
-                batch.llm_model = config.model
-                scores, verdicts, _ = _judge(batch, suite, progress, config)
-                caught = []
-            else:
-                with warnings.catch_warnings(record=True) as seen:
-                    warnings.simplefilter("always")
-                    results = run_suite(
-                        suite, mode=batch.mode, extractor=batch.extractor, progress=progress
-                    )
-                caught = sorted({str(w.message) for w in seen})
-                scores = score(results)
+        scores, verdicts, caught = _score_suite(batch)
     except (OperationalError, InterfaceError):
         raise
     except LLMError as exc:
@@ -262,34 +234,92 @@ def batch_execute(*, batch_id: int, final_attempt: bool = True) -> Batch:
         logger.exception("batch %s failed with an internal error", batch.pk)
         batch.status, batch.error = RunStatus.FAILED, f"internal error: {type(exc).__name__}: {exc}"
     else:
-        batch.status, batch.warnings = RunStatus.DONE, caught
-        batch.scores = {
-            **scores,
-            "mode": batch.mode,
-            "extractor": batch.extractor,
-            "seconds": round(time.perf_counter() - t0, 3),
-        }
-        if batch.judge:
-            batch.scores.update(judge=batch.judge, model=batch.llm_model, llm=batch.llm_usage)
-            batch.verdicts = verdicts
-        batch.done = batch.total = scores["cases"]
+        _keep_scores(batch, scores, verdicts, caught, time.perf_counter() - t0)
     batch.seconds = round(time.perf_counter() - t0, 3)
     batch.finished_at = None if retry is not None else timezone.now()
-    batch.save(
-        update_fields=[
-            "status",
-            "error",
-            "warnings",
-            "scores",
-            "done",
-            "total",
-            "seconds",
-            "finished_at",
-            "llm_model",
-            "llm_usage",
-            "verdicts",
-        ]
-    )
+    batch.save(update_fields=OUTCOME_FIELDS)
     if retry is not None:
         raise retry
     return batch
+
+
+OUTCOME_FIELDS = [
+    "status",
+    "error",
+    "warnings",
+    "scores",
+    "done",
+    "total",
+    "seconds",
+    "finished_at",
+    "llm_model",
+    "llm_usage",
+    "verdicts",
+]
+
+
+def _claim(batch_id: int) -> Batch:
+    """The batch, marked running for this attempt (unchanged when it is finished)."""
+    with transaction.atomic():
+        batch = Batch.objects.select_for_update(of=("self",)).get(pk=batch_id)
+        if batch.is_finished:
+            return batch
+        batch.status, batch.started_at, batch.done = RunStatus.RUNNING, timezone.now(), 0
+        batch.attempts += 1
+        batch.save(update_fields=["status", "started_at", "done", "attempts"])
+    return batch
+
+
+def _progress_saver(batch: Batch) -> Callable[[int, int], None]:
+    """A progress callback that stores ``done`` at most every PROGRESS_EVERY_SECONDS."""
+    last = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= PROGRESS_EVERY_SECONDS or done >= total:
+            last[0] = now
+            Batch.objects.filter(pk=batch.pk).update(done=min(done, batch.total), total=total)
+
+    return progress
+
+
+def _score_suite(batch: Batch) -> tuple[dict[str, Any], Any, list[str]]:
+    """Run the batch's suite: ``(scores, judge verdicts or None, engine warnings)``."""
+    progress = _progress_saver(batch)
+    with tempfile.TemporaryDirectory(prefix="ce-batch-") as tmp:
+        if batch.source == BatchSource.UPLOAD:
+            folder = unpack_suite(bytes(batch.archive or b""), Path(tmp) / "suite")
+        else:
+            folder = fixture_suite_dir()
+        suite = load_suite(folder)
+        total = len(suite.cases) + len(suite.errors)
+        Batch.objects.filter(pk=batch.pk).update(total=total)
+        batch.total = total
+        if batch.judge:
+            config = _check_judge(batch.judge)  # the key may have gone since
+            assert config is not None  # a judge batch has a judge
+            batch.llm_model = config.model
+            scores, verdicts, _ = _judge(batch, suite, progress, config)
+            return scores, verdicts, []
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            results = run_suite(
+                suite, mode=batch.mode, extractor=batch.extractor, progress=progress
+            )
+        return score(results), None, sorted({str(w.message) for w in seen})
+
+
+def _keep_scores(
+    batch: Batch, scores: dict[str, Any], verdicts: Any, caught: list[str], seconds: float
+) -> None:
+    batch.status, batch.warnings = RunStatus.DONE, caught
+    batch.scores = {
+        **scores,
+        "mode": batch.mode,
+        "extractor": batch.extractor,
+        "seconds": round(seconds, 3),
+    }
+    if batch.judge:
+        batch.scores.update(judge=batch.judge, model=batch.llm_model, llm=batch.llm_usage)
+        batch.verdicts = verdicts
+    batch.done = batch.total = scores["cases"]

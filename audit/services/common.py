@@ -7,7 +7,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from django.db.models import Max, QuerySet
+from django.db.models import Manager, Max, QuerySet
 from django.utils import timezone
 
 from matching.llm.config import LLMConfig
@@ -81,7 +81,7 @@ def check_span(contract: Contract, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def next_position(qs: QuerySet[Any]) -> int:
+def next_position(qs: QuerySet[Any] | Manager[Any]) -> int:
     top = qs.aggregate(m=Max("position"))["m"]
     return 0 if top is None else top + 1
 

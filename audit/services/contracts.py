@@ -59,7 +59,42 @@ def _store_document(
         version=version,
         previous=previous,
     )
-    provenance = provenance or {}
+    by_id, spans = _store_nodes(contract, doc["nodes"], review_status, proposer, provenance or {})
+    Edge.objects.bulk_create(
+        Edge(
+            contract=contract,
+            source=by_id[e["source"]],
+            target=by_id[e["target"]],
+            kind=e["kind"],
+            position=i,
+            proposer=proposer if review_status == ReviewStatus.PROPOSED else "",
+        )
+        for i, e in enumerate(doc.get("edges", []))
+    )
+    spans += _store_invariants(contract, doc.get("invariants", []), by_id)
+    Span.objects.bulk_create(spans)
+    Query.objects.bulk_create(
+        Query(
+            contract=contract,
+            query_id=q["id"],
+            text=q.get("text", ""),
+            intents=list(q.get("intents", [])),
+            branches=dict(q.get("branches", {})),
+            position=i,
+        )
+        for i, q in enumerate(doc.get("queries", []))
+    )
+    return contract
+
+
+def _store_nodes(
+    contract: Contract,
+    docs: list[Mapping[str, Any]],
+    review_status: str,
+    proposer: str,
+    provenance: Mapping[str, Mapping[str, Any]],
+) -> tuple[dict[str, Node], list[Span]]:
+    """The nodes (with their parents) as rows: ``(node by id, their unsaved spans)``."""
     nodes = Node.objects.bulk_create(
         Node(
             contract=contract,
@@ -77,31 +112,27 @@ def _store_document(
             score=provenance.get(n["id"], {}).get("score"),
             justification=provenance.get(n["id"], {}).get("justification", ""),
         )
-        for i, n in enumerate(doc["nodes"])
+        for i, n in enumerate(docs)
     )
     by_id = {n.node_id: n for n in nodes}
     parented = []
-    for n, d in zip(nodes, doc["nodes"], strict=True):
+    for n, d in zip(nodes, docs, strict=True):
         if d.get("parent"):
             n.parent = by_id[d["parent"]]
             parented.append(n)
     Node.objects.bulk_update(parented, ["parent"])
     spans = [
         Span(node=n, start=s["start"], end=s["end"], position=j)
-        for n, d in zip(nodes, doc["nodes"], strict=True)
+        for n, d in zip(nodes, docs, strict=True)
         for j, s in enumerate(d["evidence"])
     ]
-    Edge.objects.bulk_create(
-        Edge(
-            contract=contract,
-            source=by_id[e["source"]],
-            target=by_id[e["target"]],
-            kind=e["kind"],
-            position=i,
-            proposer=proposer if review_status == ReviewStatus.PROPOSED else "",
-        )
-        for i, e in enumerate(doc.get("edges", []))
-    )
+    return by_id, spans
+
+
+def _store_invariants(
+    contract: Contract, docs: list[Mapping[str, Any]], by_id: Mapping[str, Node]
+) -> list[Span]:
+    """The invariants (with the nodes they apply to) as rows; their unsaved spans."""
     invariants = Invariant.objects.bulk_create(
         Invariant(
             contract=contract,
@@ -111,32 +142,19 @@ def _store_document(
             machine_check=d.get("check"),
             position=i,
         )
-        for i, d in enumerate(doc.get("invariants", []))
+        for i, d in enumerate(docs)
     )
     through = Invariant.applies_to.through
     through.objects.bulk_create(
         through(invariant_id=inv.pk, node_id=by_id[x].pk)
-        for inv, d in zip(invariants, doc.get("invariants", []), strict=True)
+        for inv, d in zip(invariants, docs, strict=True)
         for x in d.get("applies_to", [])
     )
-    spans += [
+    return [
         Span(invariant=inv, start=s["start"], end=s["end"], position=j)
-        for inv, d in zip(invariants, doc.get("invariants", []), strict=True)
+        for inv, d in zip(invariants, docs, strict=True)
         for j, s in enumerate(d["evidence"])
     ]
-    Span.objects.bulk_create(spans)
-    Query.objects.bulk_create(
-        Query(
-            contract=contract,
-            query_id=q["id"],
-            text=q.get("text", ""),
-            intents=list(q.get("intents", [])),
-            branches=dict(q.get("branches", {})),
-            position=i,
-        )
-        for i, q in enumerate(doc.get("queries", []))
-    )
-    return contract
 
 
 IMPORT_MAX_BYTES = 20 * 1024 * 1024

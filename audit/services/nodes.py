@@ -77,7 +77,7 @@ def node_update(*, node: Node, user, data: Mapping[str, Any], expected_version: 
         parent = data.get("parent")
         if parent is not None and parent.contract_id != node.contract_id:
             raise ServiceError("the parent must be a node of the same contract")
-        if _would_cycle(node, parent):
+        if parent is not None and _would_cycle(node, parent):
             raise ServiceError(f"{parent.node_id} is below {node.node_id}: that makes a cycle")
         new_id = data.get("node_id", node.node_id)
         if new_id != node.node_id and node.contract.nodes.filter(node_id=new_id).exists():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
@@ -12,7 +13,6 @@ from django.utils import timezone
 
 from matching.extractors import FallbackWarning
 from matching.llm.client import LLMClient, LLMError
-from matching.llm.config import LLMConfig
 from matching.llm.proposer import LLMProposals, get_proposer
 from matching.propose import Proposals
 
@@ -27,7 +27,15 @@ from ..models import (
     ReviewStatus,
     Span,
 )
-from .common import ServiceError, editable, next_position, record, touch, unique_node_id
+from .common import (
+    ServiceError,
+    editable,
+    llm_config,
+    next_position,
+    record,
+    touch,
+    unique_node_id,
+)
 from .concurrency import locked_contract, retry_on_lock
 
 logger = logging.getLogger(__name__)
@@ -86,51 +94,17 @@ def proposal_run_execute(*, run_id: int, final_attempt: bool = True) -> Proposal
     unless ``final_attempt``: then, like any other failure, the run fails with the
     reason.
     """
-    with transaction.atomic():
-        run = (
-            ProposalRun.objects.select_for_update(of=("self",))
-            .select_related("contract__artifact", "requested_by")
-            .get(pk=run_id)
-        )
-        if run.status in (ProposalRunStatus.DONE, ProposalRunStatus.FAILED):
-            return run
-        run.status = ProposalRunStatus.RUNNING
-        run.attempts += 1
-        run.save(update_fields=["status", "attempts"])
-    contract = run.contract
-    client: LLMClient | None = None
-    first_call = 0
+    run = _claim(run_id)
+    if run.status != ProposalRunStatus.RUNNING:
+        return run  # finished already: the task ran twice
+    calls = _CallLog()
     retry: ProposalRetry | None = None
     try:
-        editable(contract)
-        try:
-            config = LLMConfig.from_env()
-        except ValueError as exc:  # a malformed CONTRACTEVAL_LLM_* number
-            raise ServiceError(f"LLM settings: {exc}") from None
-        if run.proposer == "llm" and config.configured:
-            client = LLMClient.shared(config)  # the one get_proposer uses
-            first_call = len(client.calls)
-            run.model_name = config.model
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", FallbackWarning)
-            propose = get_proposer(run.proposer, config)
-        for w in caught:
-            if issubclass(w.category, FallbackWarning):
-                run.notice = str(w.message)
-            else:
-                warnings.warn(w.message, w.category, stacklevel=1)
-        proposals = propose(contract.artifact.text)
-        run.used_proposer = proposals.proposer
-        if isinstance(proposals, LLMProposals):
-            run.model_name = proposals.model
-            run.discarded = [d.to_dict() for d in proposals.discarded]
-        nodes, edges = contract_apply_proposals(
-            contract=contract, user=run.requested_by, proposals=proposals
-        )
+        nodes, edges = _propose(run, calls)
     except ServiceError as exc:
         run.status, run.error = ProposalRunStatus.FAILED, str(exc)
     except LLMError as exc:
-        where = client.config.describe() if client else "the LLM"
+        where = calls.client.config.describe() if calls.client else "the LLM"
         if exc.transient and not final_attempt:
             run.status, run.error = ProposalRunStatus.QUEUED, ""
             run.notice = f"attempt {run.attempts} failed, will retry: {exc.reason}"
@@ -142,10 +116,67 @@ def proposal_run_execute(*, run_id: int, final_attempt: bool = True) -> Proposal
         run.status, run.created_nodes, run.created_edges = ProposalRunStatus.DONE, nodes, edges
         if run.notice.startswith("attempt "):
             run.notice = ""  # a retry note from an earlier attempt that no longer applies
-    if client is not None:
-        run.llm_calls = [*run.llm_calls, *(c.to_dict() for c in client.calls[first_call:])]
+    _save_outcome(run, calls, finished=retry is None)
+    if retry is not None:
+        raise retry
+    return run
+
+
+@dataclass
+class _CallLog:
+    """The LLM client of a run, and how many calls it had made before the run began
+    (the client is shared, so the run's calls are the ones after that)."""
+
+    client: LLMClient | None = None
+    first: int = 0
+
+
+def _claim(run_id: int) -> ProposalRun:
+    """The run, marked running for this attempt (unchanged when it is finished)."""
+    with transaction.atomic():
+        run = (
+            ProposalRun.objects.select_for_update(of=("self",))
+            .select_related("contract__artifact", "requested_by")
+            .get(pk=run_id)
+        )
+        if run.status in (ProposalRunStatus.DONE, ProposalRunStatus.FAILED):
+            return run
+        run.status = ProposalRunStatus.RUNNING
+        run.attempts += 1
+        run.save(update_fields=["status", "attempts"])
+    return run
+
+
+def _propose(run: ProposalRun, calls: _CallLog) -> tuple[int, int]:
+    """Run the proposer on the contract's artifact and add what it proposes."""
+    contract = run.contract
+    editable(contract)
+    config = llm_config()
+    if run.proposer == "llm" and config.configured:
+        calls.client = LLMClient.shared(config)  # the one get_proposer uses
+        calls.first = len(calls.client.calls)
+        run.model_name = config.model
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", FallbackWarning)
+        propose = get_proposer(run.proposer, config)
+    for w in caught:
+        if issubclass(w.category, FallbackWarning):
+            run.notice = str(w.message)
+        else:
+            warnings.warn(w.message, w.category, stacklevel=1)
+    proposals = propose(contract.artifact.text)
+    run.used_proposer = proposals.proposer
+    if isinstance(proposals, LLMProposals):
+        run.model_name = proposals.model
+        run.discarded = [d.to_dict() for d in proposals.discarded]
+    return contract_apply_proposals(contract=contract, user=run.requested_by, proposals=proposals)
+
+
+def _save_outcome(run: ProposalRun, calls: _CallLog, *, finished: bool) -> None:
+    if calls.client is not None:
+        run.llm_calls = [*run.llm_calls, *(c.to_dict() for c in calls.client.calls[calls.first :])]
         run.usage = _llm_usage(run.llm_calls)
-    if retry is None:
+    if finished:
         run.finished_at = timezone.now()
     run.save(
         update_fields=[
@@ -162,9 +193,6 @@ def proposal_run_execute(*, run_id: int, final_attempt: bool = True) -> Proposal
             "llm_calls",
         ]
     )
-    if retry is not None:
-        raise retry
-    return run
 
 
 def contract_apply_proposals(*, contract: Contract, user, proposals: Proposals) -> tuple[int, int]:
@@ -175,41 +203,9 @@ def contract_apply_proposals(*, contract: Contract, user, proposals: Proposals) 
     """
     with transaction.atomic():
         contract = locked_contract(contract.pk)
-        existing = list(contract.nodes.prefetch_related("spans"))
-        taken = {n.node_id for n in existing}
-        seen = {(n.type, s.start, s.end) for n in existing for s in n.spans.all()}
-        inv_seen = {(s.start, s.end) for s in Span.objects.filter(invariant__contract=contract)}
-        inv_taken = set(contract.invariants.values_list("inv_id", flat=True))
-        rename: dict[str, Node] = {}
-        position = next_position(contract.nodes)
-        created: list[tuple[Node, dict[str, Any]]] = []
-        for p in proposals.nodes:
-            spans = [(s["start"], s["end"]) for s in p["evidence"]]
-            if spans and (p["type"], *spans[0]) in seen:
-                continue
-            note = proposals.notes.get(p["id"])
-            node = Node(
-                contract=contract,
-                node_id=unique_node_id(contract, p["id"], taken),
-                type=p["type"],
-                label=p["label"],
-                description=p.get("description", ""),
-                required=p["required"],
-                explicit=p.get("explicit", False),
-                combine=p.get("combine", "all"),
-                meta=p.get("meta", {}),
-                position=position,
-                review_status=ReviewStatus.PROPOSED,
-                proposer=proposals.proposer,
-                score=note.score if note else None,
-                justification=note.justification if note else "",
-            )
-            taken.add(node.node_id)
-            position += 1
-            created.append((node, p))
+        created = _new_nodes(contract, proposals)
         Node.objects.bulk_create([n for n, _ in created])
-        for node, p in created:
-            rename[p["id"]] = node
+        rename = {p["id"]: node for node, p in created}
         Span.objects.bulk_create(
             Span(node=node, start=s["start"], end=s["end"], position=j)
             for node, p in created
@@ -236,27 +232,7 @@ def contract_apply_proposals(*, contract: Contract, user, proposals: Proposals) 
             )
         ]
         Edge.objects.bulk_create(new_edges)
-        inv_position = next_position(contract.invariants)
-        for d in proposals.invariants:
-            spans = [(s["start"], s["end"]) for s in d["evidence"]]
-            if spans and spans[0] in inv_seen:
-                continue
-            inv_id = d["id"]
-            n = 2
-            while inv_id in inv_taken:
-                inv_id, n = f"{d['id']}_{n}", n + 1
-            inv_taken.add(inv_id)
-            inv = Invariant.objects.create(
-                contract=contract,
-                inv_id=inv_id,
-                label=d["label"],
-                description=d.get("description", ""),
-                position=inv_position,
-            )
-            inv_position += 1
-            Span.objects.bulk_create(
-                Span(invariant=inv, start=s, end=e, position=j) for j, (s, e) in enumerate(spans)
-            )
+        _add_invariants(contract, proposals.invariants)
         record(
             contract,
             user,
@@ -271,3 +247,65 @@ def contract_apply_proposals(*, contract: Contract, user, proposals: Proposals) 
         )
         touch(contract)
     return len(created), len(new_edges)
+
+
+def _new_nodes(contract: Contract, proposals: Proposals) -> list[tuple[Node, dict[str, Any]]]:
+    """Unsaved nodes for the proposals whose first span is new for their type, each with
+    its proposal; a taken id gets a suffix."""
+    existing = list(contract.nodes.prefetch_related("spans"))
+    taken = {n.node_id for n in existing}
+    seen = {(n.type, s.start, s.end) for n in existing for s in n.spans.all()}
+    position = next_position(contract.nodes)
+    created: list[tuple[Node, dict[str, Any]]] = []
+    for p in proposals.nodes:
+        spans = [(s["start"], s["end"]) for s in p["evidence"]]
+        if spans and (p["type"], *spans[0]) in seen:
+            continue
+        note = proposals.notes.get(p["id"])
+        node = Node(
+            contract=contract,
+            node_id=unique_node_id(contract, p["id"], taken),
+            type=p["type"],
+            label=p["label"],
+            description=p.get("description", ""),
+            required=p["required"],
+            explicit=p.get("explicit", False),
+            combine=p.get("combine", "all"),
+            meta=p.get("meta", {}),
+            position=position,
+            review_status=ReviewStatus.PROPOSED,
+            proposer=proposals.proposer,
+            score=note.score if note else None,
+            justification=note.justification if note else "",
+        )
+        taken.add(node.node_id)
+        position += 1
+        created.append((node, p))
+    return created
+
+
+def _add_invariants(contract: Contract, proposed: list[dict[str, Any]]) -> None:
+    """Store the proposed invariants whose first span is new; a taken id gets a suffix."""
+    inv_seen = {(s.start, s.end) for s in Span.objects.filter(invariant__contract=contract)}
+    inv_taken = set(contract.invariants.values_list("inv_id", flat=True))
+    inv_position = next_position(contract.invariants)
+    for d in proposed:
+        spans = [(s["start"], s["end"]) for s in d["evidence"]]
+        if spans and spans[0] in inv_seen:
+            continue
+        inv_id = d["id"]
+        n = 2
+        while inv_id in inv_taken:
+            inv_id, n = f"{d['id']}_{n}", n + 1
+        inv_taken.add(inv_id)
+        inv = Invariant.objects.create(
+            contract=contract,
+            inv_id=inv_id,
+            label=d["label"],
+            description=d.get("description", ""),
+            position=inv_position,
+        )
+        inv_position += 1
+        Span.objects.bulk_create(
+            Span(invariant=inv, start=s, end=e, position=j) for j, (s, e) in enumerate(spans)
+        )

@@ -23,7 +23,7 @@ from django.utils import timezone
 from matching.conditioning import condition
 from matching.errors import ContractEvalError
 from matching.evaluate import evaluate_detailed
-from matching.extract import reextract
+from matching.extractors import reextract
 from matching.formats import observed_from_data
 from matching.input_limits import check_json
 from matching.llm.client import LLMClient, LLMError
@@ -106,17 +106,7 @@ def run_create(
     ``judge_invariants``: score the invariants that have no machine check and no score
     in the observed document with the LLM invariant judge (an LLM must be configured).
     """
-    if judge_invariants and not llm_config().configured:
-        raise ServiceError(NO_LLM_FOR_INVARIANTS)
-    if contract.status != ContractStatus.AUDITED:
-        raise ServiceError(
-            f"{contract.key} v{contract.version} is not audited: runs use audited contracts only"
-        )
-    if mode == RunMode.ORACLE and extractor != ExtractorName.NONE:
-        raise ServiceError("oracle mode uses the gold labels: choose the extractor 'none'")
-    query = Query.objects.filter(contract=contract, query_id=query_key).first()
-    if query is None:
-        raise ServiceError(f"{contract.key} v{contract.version} has no query {query_key!r}")
+    query = _runnable_query(contract, query_key, mode, extractor, judge_invariants)
     try:
         prepared = prepare_input(
             kind=kind,
@@ -137,42 +127,73 @@ def run_create(
     existing = Run.objects.filter(input_hash=digest).first()
     if existing is not None:
         return existing, False
+    run = Run(
+        project_id=contract.project_id,
+        contract=contract,
+        query=query,
+        query_key=query_key,
+        input_kind=prepared.kind,
+        observed=prepared.observed,
+        input_hash=digest,
+        mode=mode,
+        extractor=prepared.extractor,
+        model_name=(model_name or "").strip()[:200],
+        judge_invariants=judge_invariants,
+        created_by=actor(user),
+    )
+    return _store_new_run(run)
+
+
+def _store_new_run(run: Run) -> tuple[Run, bool]:
+    """Store and queue ``run``; the stored run instead if a concurrent request stored the
+    same inputs first."""
     try:
         with transaction.atomic():
-            run = Run.objects.create(
-                project_id=contract.project_id,
-                contract=contract,
-                query=query,
-                query_key=query_key,
-                input_kind=prepared.kind,
-                observed=prepared.observed,
-                input_hash=digest,
-                mode=mode,
-                extractor=prepared.extractor,
-                model_name=(model_name or "").strip()[:200],
-                judge_invariants=judge_invariants,
-                created_by=actor(user),
-            )
-            AuditRecord.objects.create(
-                contract=contract,
-                user=run.created_by,
-                action="run",
-                object_type="run",
-                object_id=str(run.pk),
-                after={
-                    "query": query_key,
-                    "input": prepared.kind,
-                    "mode": mode,
-                    "extractor": prepared.extractor,
-                    "model": run.model_name,
-                    "judge_invariants": judge_invariants,
-                },
-            )
+            run.save(force_insert=True)
+            _record_run(run)
             enqueue.run_on_commit(run.pk)
     except IntegrityError:
-        # a concurrent request stored the same inputs first
-        return Run.objects.get(input_hash=digest), False
+        return Run.objects.get(input_hash=run.input_hash), False
+    logger.info(
+        "run %s created: %s v%s %s", run.pk, run.contract.key, run.contract.version, run.query_key
+    )
     return run, True
+
+
+def _runnable_query(
+    contract: Contract, query_key: str, mode: str, extractor: str, judge_invariants: bool
+) -> Query:
+    """The query to run, once the contract and the options allow a run."""
+    if judge_invariants and not llm_config().configured:
+        raise ServiceError(NO_LLM_FOR_INVARIANTS)
+    if contract.status != ContractStatus.AUDITED:
+        raise ServiceError(
+            f"{contract.key} v{contract.version} is not audited: runs use audited contracts only"
+        )
+    if mode == RunMode.ORACLE and extractor != ExtractorName.NONE:
+        raise ServiceError("oracle mode uses the gold labels: choose the extractor 'none'")
+    query = Query.objects.filter(contract=contract, query_id=query_key).first()
+    if query is None:
+        raise ServiceError(f"{contract.key} v{contract.version} has no query {query_key!r}")
+    return query
+
+
+def _record_run(run: Run) -> None:
+    AuditRecord.objects.create(
+        contract=run.contract,
+        user=run.created_by,
+        action="run",
+        object_type="run",
+        object_id=str(run.pk),
+        after={
+            "query": run.query_key,
+            "input": run.input_kind,
+            "mode": run.mode,
+            "extractor": run.extractor,
+            "model": run.model_name,
+            "judge_invariants": run.judge_invariants,
+        },
+    )
 
 
 def _evaluate(run: Run) -> tuple[dict[str, Any], dict[str, Any] | None, list[str]]:

@@ -6,6 +6,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from .. import services
 from ..forms import BatchForm
@@ -92,6 +93,7 @@ def batch_detail(request, pk):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_GET
 def batch_status(request, pk):
     batch, _ = batch_for(request.user, pk)

@@ -1,17 +1,16 @@
-"""What every view shares: htmx detection, the workspace URL, one-line form errors,
+"""What every view shares: the workspace URL, one-line form errors,
 downloads, and the status poll of queued work."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django_htmx.http import HttpResponseClientRedirect
 
-
-def is_htmx(request: HttpRequest) -> bool:
-    return request.headers.get("HX-Request") == "true"
+from ..htmx import HtmxHttpRequest
 
 
 def workspace_url(contract: Any, node: Any = None) -> str:
@@ -46,12 +45,12 @@ def attachment(body: str, content_type: str, filename: str) -> HttpResponse:
     return response
 
 
-def poll(request: HttpRequest, obj: Any, detail: str, partial: str, ctx: dict) -> HttpResponse:
+def poll(request: HtmxHttpRequest, obj: Any, detail: str, partial: str, ctx: dict) -> HttpResponse:
     """A status poll: the partial while work goes on, then a redirect to the detail page
     (``HX-Redirect`` for htmx; a plain request goes there at once)."""
     url = reverse(detail, args=[obj.pk])
-    if not is_htmx(request):
+    if not request.htmx:
         return redirect(url)
     if obj.is_finished:
-        return HttpResponse(status=204, headers={"HX-Redirect": url})
+        return HttpResponseClientRedirect(url, status=204)  # nothing to swap
     return render(request, partial, ctx)

@@ -9,13 +9,15 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRedirect
 
 from .. import services
 from ..forms import ContractDetailsForm
 from ..permissions import EDIT, REVIEW, VIEW, contract_for
 from ..selectors import contracts as contract_reads
 from ..selectors import workspace as ws
-from .common import error_status, form_errors, is_htmx, workspace_url
+from .common import error_status, form_errors, workspace_url
 from .workspace import respond
 
 
@@ -31,6 +33,7 @@ def contract_export(request, pk):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_POST
 def propose(request, pk):
     contract, membership = contract_for(request.user, pk, EDIT)
@@ -44,11 +47,12 @@ def propose(request, pk):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_GET
 def proposal_status(request, pk):
     contract, membership = contract_for(request.user, pk, VIEW)
     run = ws.latest_proposal_run(contract)
-    if not is_htmx(request):
+    if not request.htmx:
         return redirect(workspace_url(contract))
     if run is not None and run.status in ("queued", "running"):
         return render(request, "audit/workspace.html#run", {"contract": contract, "run": run})
@@ -58,6 +62,7 @@ def proposal_status(request, pk):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_POST
 def contract_status(request, pk):
     action = request.POST.get("action")
@@ -77,6 +82,7 @@ def contract_status(request, pk):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_POST
 def contract_new_version(request, pk):
     contract, _ = contract_for(request.user, pk, EDIT)
@@ -86,14 +92,13 @@ def contract_new_version(request, pk):
         messages.error(request, str(exc))
         new = contract
     url = workspace_url(new)
-    if is_htmx(request):
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = url
-        return response
+    if request.htmx:
+        return HttpResponseClientRedirect(url, status=204)  # nothing to swap
     return redirect(url)
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_POST
 def contract_details(request, pk):
     """Change the contract's title, domain and media type (not once it is audited)."""

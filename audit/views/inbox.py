@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -10,23 +11,22 @@ from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from ..filters import InboxFilter, filter_values
 from ..permissions import RUN, project_for
 from ..selectors import exports
 from ..selectors import runs as run_reads
 from .common import attachment
 from .runs import FAMILY_NAMES
 
-INBOX_FILTERS = ("contract", "query", "family", "model", "reviewed")
-
 
 @login_required
 @require_GET
 def inbox(request, slug):
     project, membership = project_for(request.user, slug, RUN)
-    params = {k: request.GET.get(k, "") for k in INBOX_FILTERS}
-    qs = run_reads.inbox(project, params)
+    qs = InboxFilter(request.GET, queryset=run_reads.inbox(project)).qs
+    params = filter_values(InboxFilter, request.GET)
     page = Paginator(qs, 50).get_page(request.GET.get("page"))
-    query = "&".join(f"{k}={v}" for k, v in params.items() if v)
+    query = urlencode({k: v for k, v in params.items() if v})
     return render(
         request,
         "audit/inbox.html",
@@ -48,8 +48,9 @@ def inbox_export(request, slug, fmt):
     if fmt not in ("json", "csv"):
         raise Http404("export as .json or .csv")
     project, _ = project_for(request.user, slug, RUN)
-    params = {k: request.GET.get(k, "") for k in INBOX_FILTERS}
-    rows = [exports.run_row(r) for r in run_reads.inbox(project, params)]
+    params = filter_values(InboxFilter, request.GET)
+    runs = InboxFilter(request.GET, queryset=run_reads.inbox(project)).qs
+    rows = [exports.run_row(r) for r in runs]
     if fmt == "csv":
         fields = list(rows[0]) if rows else None
         body = exports.rows_csv(rows, fields)

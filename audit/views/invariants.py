@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from matching.propose import suggest_id
 
@@ -12,11 +13,12 @@ from .. import services
 from ..forms import InvariantForm, NewInvariantForm, SpanForm, VersionForm
 from ..models import Invariant
 from ..permissions import EDIT, contract_for
-from .common import error_status, form_errors, is_htmx, workspace_url
+from .common import error_status, form_errors, workspace_url
 from .workspace import respond, workspace_context
 
 
 @login_required
+@vary_on_headers("HX-Request")
 def invariant_new(request, pk):
     contract, membership = contract_for(request.user, pk, EDIT)
     if request.method == "POST":
@@ -52,7 +54,7 @@ def invariant_new(request, pk):
             error=form_errors(form),
         )
     span = SpanForm(request.GET)
-    if not span.is_valid() or not is_htmx(request):
+    if not span.is_valid() or not request.htmx:
         return redirect(workspace_url(contract))
     start, end = span.cleaned_data["start"], span.cleaned_data["end"]
     quote = contract.artifact.text[start:end]
@@ -71,6 +73,7 @@ def invariant_new(request, pk):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 def invariant_edit(request, pk, inv_pk):
     contract, membership = contract_for(request.user, pk, EDIT)
     invariant = get_object_or_404(Invariant, pk=inv_pk, contract=contract)
@@ -120,10 +123,11 @@ def invariant_edit(request, pk, inv_pk):
         request, contract, membership, panel="edit_invariant", form=form, edit_invariant=invariant
     )
     # a plain link renders the whole workspace with the form in the detail panel
-    return render(request, "audit/workspace.html" + ("#detail" if is_htmx(request) else ""), ctx)
+    return render(request, "audit/workspace.html" + ("#detail" if request.htmx else ""), ctx)
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_POST
 def invariant_delete(request, pk, inv_pk):
     contract, membership = contract_for(request.user, pk, EDIT)

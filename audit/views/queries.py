@@ -7,6 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from .. import services
 from ..forms import QueryForm, VersionForm
@@ -14,7 +15,7 @@ from ..models import Query
 from ..permissions import EDIT, VIEW, contract_for
 from ..selectors import contracts as contract_reads
 from ..selectors import workspace as ws
-from .common import error_status, form_errors, is_htmx, workspace_url
+from .common import error_status, form_errors, workspace_url
 from .workspace import workspace_context
 
 
@@ -27,6 +28,7 @@ def _query_state(request, contract, data):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_GET
 def query_preview(request, pk):
     contract, membership = contract_for(request.user, pk, VIEW)
@@ -38,7 +40,7 @@ def query_preview(request, pk):
         data = _query_data(query)
     form, preview = _query_state(request, contract, data)
     ctx = workspace_context(request, contract, membership, query_form=form, preview=preview)
-    if not is_htmx(request):  # a plain link: the whole workspace, queries tab open
+    if not request.htmx:  # a plain link: the whole workspace, queries tab open
         return render(request, "audit/workspace.html", {**ctx, "open_tab": "queries"})
     return render(request, "audit/workspace.html#queries", ctx)
 
@@ -55,6 +57,7 @@ def _query_data(query: Query):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_POST
 def query_save(request, pk):
     contract, membership = contract_for(request.user, pk, EDIT)
@@ -82,7 +85,7 @@ def query_save(request, pk):
             error, status = str(exc), error_status(exc)
         else:  # the form stays open on the saved query, now at its new version
             form, preview = _query_state(request, contract, _query_data(saved))
-    if not is_htmx(request):
+    if not request.htmx:
         if error:
             messages.error(request, error)
         return redirect(workspace_url(contract))
@@ -92,6 +95,7 @@ def query_save(request, pk):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_POST
 def query_delete(request, pk, query_pk):
     contract, membership = contract_for(request.user, pk, EDIT)
@@ -106,7 +110,7 @@ def query_delete(request, pk, query_pk):
             )
         except services.ServiceError as exc:
             error, status = str(exc), error_status(exc)
-    if not is_htmx(request):
+    if not request.htmx:
         if error:
             messages.error(request, error)
         return redirect(workspace_url(contract))

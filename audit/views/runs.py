@@ -12,8 +12,10 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from .. import services
+from ..filters import RunListFilter, filter_values
 from ..forms import RunForm, VerdictForm
 from ..models import METRIC_FIELDS, RunStatus
 from ..permissions import RUN, VERDICT, has_role, project_for, run_for
@@ -43,12 +45,9 @@ FAMILY_NAMES = {
 
 def _runs_context(project, membership, request, form=None, error=""):
     contracts = run_reads.runnable_contracts(project)
-    params = {
-        k: request.GET.get(k, "") for k in ("status", "verdict", "contract", "query", "model")
-    }
-    qs = run_reads.filter_runs(
-        project.runs.select_related("contract").defer("observed", "overlay", "report"), params
-    )
+    runs = project.runs.select_related("contract").defer("observed", "overlay", "report")
+    qs = RunListFilter(request.GET, queryset=runs).qs
+    params = filter_values(RunListFilter, request.GET)
     page = Paginator(qs, 50).get_page(request.GET.get("page"))
     return {
         "project": project,
@@ -152,6 +151,7 @@ def run_detail(request, pk):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_GET
 def run_status(request, pk):
     """Polled by htmx while the run is queued or running; then the page reloads."""

@@ -7,11 +7,14 @@ history and header); called without JavaScript they redirect back to the workspa
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from matching.propose import suggest_id
 
@@ -31,7 +34,7 @@ from ..models import Edge, Node, NodeType, Span
 from ..permissions import EDIT, REVIEW, VIEW, contract_for, has_role
 from ..selectors import contracts as contract_reads
 from ..selectors import workspace as ws
-from .common import error_status, form_errors, is_htmx, workspace_url
+from .common import error_status, form_errors, workspace_url
 
 
 def workspace_context(
@@ -53,7 +56,6 @@ def workspace_context(
     selected = ws.find_node(rows, selected_id)
     writable = not contract.is_read_only and has_role(membership.role, EDIT)
     detail = ws.node_detail(rows, selected) if selected else None
-    node_pks = {n.node_id: n.pk for n in rows.nodes}
     if query_form is None:
         query_form = QueryForm(intents=ws.intent_choices(rows), initial={"version": 0})
     if preview is None:
@@ -66,11 +68,7 @@ def workspace_context(
         "outline": ws.outline(rows),
         "segments": ws.segments(rows),
         "audit": audit,
-        "findings": [
-            (kind, f, node_pks.get(f.node or ""))
-            for kind, group in (("error", audit.errors), ("warning", audit.warnings))
-            for f in group
-        ],
+        "findings": _findings(audit, rows),
         "coverage_pct": round(audit.coverage * 100, 1),
         "counts": counts,
         "records": ws.history(contract),
@@ -85,7 +83,9 @@ def workspace_context(
         "panel": panel,
         "form": form,
         "edge_form": EdgeForm(
-            contract=contract, node=selected, initial={"version": selected.version}
+            contract=contract,
+            node=selected,
+            initial={"version": selected.version if selected else None},
         )
         if detail and writable
         else None,
@@ -93,23 +93,34 @@ def workspace_context(
         "query_form": query_form,
         "preview": preview,
         "edit_invariant": edit_invariant,
-        "details_form": ContractDetailsForm(
-            initial={
-                "title": contract.title,
-                "domain": contract.domain,
-                "media_type": contract.artifact.media_type,
-                "version": contract.details_version,
-            },
-            current=contract.artifact.media_type,
-        )
-        if writable
-        else None,
+        "details_form": _details_form(contract) if writable else None,
     }
+
+
+def _details_form(contract) -> ContractDetailsForm:
+    artifact = contract.artifact
+    initial = {
+        "title": contract.title,
+        "domain": contract.domain,
+        "media_type": artifact.media_type,
+        "version": contract.details_version,
+    }
+    return ContractDetailsForm(initial=initial, current=artifact.media_type)
+
+
+def _findings(audit, rows) -> list[tuple[str, Any, int | None]]:
+    """The audit's errors and warnings, each with the pk of the node it names."""
+    node_pks = {n.node_id: n.pk for n in rows.nodes}
+    return [
+        (kind, f, node_pks.get(f.node or ""))
+        for kind, group in (("error", audit.errors), ("warning", audit.warnings))
+        for f in group
+    ]
 
 
 def respond(request, contract, membership, *, node=None, error="", status=200, **extra):
     """After a change: the updated workspace parts (htmx) or a redirect."""
-    if not is_htmx(request):
+    if not request.htmx:
         if error:
             messages.error(request, error)
         return redirect(workspace_url(contract, node))
@@ -133,17 +144,19 @@ def workspace(request, pk):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_GET
 def node_panel(request, pk, node_pk):
     contract, membership = contract_for(request.user, pk, VIEW)
     node = get_object_or_404(Node, pk=node_pk, contract=contract)
-    if not is_htmx(request):
+    if not request.htmx:
         return redirect(workspace_url(contract, node))
     ctx = workspace_context(request, contract, membership, selected_id=node.node_id)
     return render(request, "audit/workspace.html#detail", ctx)
 
 
 @login_required
+@vary_on_headers("HX-Request")
 def node_edit(request, pk, node_pk):
     contract, membership = contract_for(request.user, pk, EDIT)
     node = get_object_or_404(Node, pk=node_pk, contract=contract)
@@ -173,7 +186,7 @@ def node_edit(request, pk, node_pk):
             request, contract, membership, node=node, status=422, panel="edit", form=form
         )
     form = NodeForm(initial=NodeForm.initial_for(node), contract=contract, node=node)
-    if not is_htmx(request):
+    if not request.htmx:
         return redirect(workspace_url(contract, node))
     ctx = workspace_context(
         request, contract, membership, selected_id=node.node_id, panel="edit", form=form
@@ -182,6 +195,7 @@ def node_edit(request, pk, node_pk):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_POST
 def node_review(request, pk, node_pk):
     contract, membership = contract_for(request.user, pk, EDIT)
@@ -203,6 +217,7 @@ def node_review(request, pk, node_pk):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 def node_new(request, pk):
     """A new node evidenced by the selected text (GET: the form; POST: create)."""
     contract, membership = contract_for(request.user, pk, EDIT)
@@ -239,7 +254,7 @@ def node_new(request, pk):
             error=form_errors(form),
         )
     span = SpanForm(request.GET)
-    if not span.is_valid() or not is_htmx(request):
+    if not span.is_valid() or not request.htmx:
         return redirect(workspace_url(contract))
     start, end = span.cleaned_data["start"], span.cleaned_data["end"]
     quote = contract.artifact.text[start:end]
@@ -260,6 +275,7 @@ def node_new(request, pk):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_POST
 def node_evidence(request, pk, node_pk):
     contract, membership = contract_for(request.user, pk, EDIT)
@@ -285,6 +301,7 @@ def node_evidence(request, pk, node_pk):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_POST
 def span_delete(request, pk, span_pk):
     contract, membership = contract_for(request.user, pk, EDIT)
@@ -310,6 +327,7 @@ def span_delete(request, pk, span_pk):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_POST
 def edge_create(request, pk, node_pk):
     contract, membership = contract_for(request.user, pk, EDIT)
@@ -338,6 +356,7 @@ def edge_create(request, pk, node_pk):
 
 
 @login_required
+@vary_on_headers("HX-Request")
 @require_POST
 def edge_delete(request, pk, edge_pk):
     contract, membership = contract_for(request.user, pk, EDIT)

@@ -20,8 +20,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from ..extract import observed_from_steps
 from ..formats import NODE_TYPES, Observed
+from ..model import observed_from_steps
 from .client import LLMClient, data_message
 from .config import LLMConfig
 from .locate import chunks, locate

@@ -30,6 +30,7 @@ from ..errors import ContractEvalError
 from ..evaluate import FAMILIES
 from ..formats import Case, Contract, Invariant, Observed
 from ..suite import CaseResult, Suite
+from ..trace import last_agent_message
 from .client import LLMClient, LLMError, data_message
 
 __all__ = [
@@ -185,17 +186,7 @@ def final_response(observed: Observed) -> str:
     ...                         "[assistant] Done:\\n  refunded.\\n", [], output="{}"))
     'Done:\\n  refunded.\\n\\nFinal output:\\n{}'
     """
-    if observed.kind == "response":
-        text = observed.text
-    else:
-        text, current = "", None
-        for line in observed.text.split("\n"):
-            if line.startswith("["):
-                current = line.startswith("[assistant] ")
-                if current:
-                    text = line[len("[assistant] ") :]
-            elif current and line.strip():
-                text += "\n" + line
+    text = observed.text if observed.kind == "response" else last_agent_message(observed.text)
     if observed.output is not None:
         text += f"\n\nFinal output:\n{observed.output}"
     return text

@@ -68,7 +68,7 @@ def _fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
-# ---------------------------------------------------------------- runs (issue 5)
+# ---------------------------------------------------------------- runs
 
 OBSERVED_Q1 = ROOT / "matching" / "data" / "refund-mini-observed-q1.json"
 

@@ -26,3 +26,32 @@ def test_api_docs_page_points_at_a_schema_that_describes_the_runs_endpoint(clien
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
     assert schema.status_code == 200
     assert "/api/runs/" in schema.content.decode()
+
+
+def test_the_app_serves_its_static_files_with_caching_headers(client):
+    from django.conf import settings
+
+    assert settings.SERVE_STATIC  # the default: no web server in front
+    response = client.get("/static/vendor/swagger-ui/swagger-ui.css")
+    assert response.status_code == 200
+    assert "max-age" in response["Cache-Control"]
+    assert b"".join(response.streaming_content)
+
+
+def test_the_schema_documents_every_list_filter(client):
+    import json
+
+    doc = json.loads(
+        client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").content
+    )
+
+    def params(path):
+        return {p["name"] for p in doc["paths"][path]["get"].get("parameters", [])}
+
+    assert {"project", "contract", "query", "model", "status", "verdict", "family"} <= params(
+        "/api/runs/"
+    )
+    assert "reviewed" in params("/api/runs/")
+    assert {"project", "key", "status"} <= params("/api/contracts/")
+    assert {"project", "contract"} <= params("/api/queries/")
+    assert "project" in params("/api/batches/")

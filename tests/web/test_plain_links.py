@@ -36,3 +36,15 @@ def test_editing_an_invariant_without_htmx_renders_the_form_in_the_whole_workspa
     html = page.content.decode()
     assert 'id="ws-outline"' in html and invariant.label in html
     assert page.context["edit_invariant"] == invariant
+
+
+def test_a_page_that_answers_htmx_and_plain_requests_differently_says_so_to_caches(login, contract):
+    client = login("annotator")
+    invariant = Invariant.objects.filter(contract=contract).first()
+    url = f"/c/{contract.pk}/invariants/{invariant.pk}/"
+    plain = client.get(url)
+    partial = client.get(url, headers={"HX-Request": "true"})
+    assert 'id="ws-outline"' in plain.content.decode()
+    assert 'id="ws-outline"' not in partial.content.decode()
+    for response in (plain, partial):
+        assert "HX-Request" in response["Vary"]

@@ -48,46 +48,9 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, base, superuser=False, **options):
-        User = get_user_model()
-        with transaction.atomic():
-            project, _ = Project.objects.get_or_create(
-                slug="demo",
-                defaults={
-                    "name": "Demo project",
-                    "description": "The controlled-suite contracts, ready to audit.",
-                },
-            )
-            for username, role, password in DEMO_USERS:
-                user, created = User.objects.get_or_create(username=username)
-                if created:
-                    user.set_password(password)
-                    user.save()
-                if superuser and role == Role.ADMIN and not user.is_superuser:
-                    user.is_staff = user.is_superuser = True
-                    user.save(update_fields=["is_staff", "is_superuser"])
-                Membership.objects.update_or_create(
-                    project=project, user=user, defaults={"role": role}
-                )
-        admin = User.objects.get(username="admin")
-        loaded = skipped = 0
-        for path in demo_files(Path(base)):
-            doc = json.loads(path.read_text(encoding="utf-8"))
-            latest = (
-                Contract.objects.filter(project=project, key=doc.get("id"))
-                .order_by("-version")
-                .first()
-            )
-            if latest is not None:
-                skipped += 1
-                continue
-            try:
-                services.contract_import(
-                    project=project, user=admin, source=path.read_bytes(), file=path.name
-                )
-            except services.ServiceError as exc:
-                self.stderr.write(self.style.WARNING(f"skipped {path.name}: {exc}"))
-                continue
-            loaded += 1
+        project = self._project_and_users(superuser=superuser)
+        admin = get_user_model().objects.get(username="admin")
+        loaded, skipped = self._import_contracts(project, admin, Path(base))
         if not Contract.objects.filter(project=project, key=DRAFT_KEY).exists():
             source = json.loads((Path(base) / "fixtures" / "demo" / "refund-mini.json").read_text())
             draft = services.contract_create(
@@ -126,3 +89,44 @@ class Command(BaseCommand):
                 + ("" if superuser else " (No superuser was made; add --superuser for /admin/.)")
             )
         )
+
+    def _project_and_users(self, *, superuser: bool) -> Project:
+        User = get_user_model()
+        with transaction.atomic():
+            project, _ = Project.objects.get_or_create(
+                slug="demo",
+                defaults={
+                    "name": "Demo project",
+                    "description": "The controlled-suite contracts, ready to audit.",
+                },
+            )
+            for username, role, password in DEMO_USERS:
+                user, created = User.objects.get_or_create(username=username)
+                if created:
+                    user.set_password(password)
+                    user.save()
+                if superuser and role == Role.ADMIN and not user.is_superuser:
+                    user.is_staff = user.is_superuser = True
+                    user.save(update_fields=["is_staff", "is_superuser"])
+                Membership.objects.update_or_create(
+                    project=project, user=user, defaults={"role": role}
+                )
+        return project
+
+    def _import_contracts(self, project: Project, admin, base: Path) -> tuple[int, int]:
+        """Import the demo contracts that are not there yet: ``(loaded, skipped)``."""
+        loaded = skipped = 0
+        for path in demo_files(base):
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            if Contract.objects.filter(project=project, key=doc.get("id")).exists():
+                skipped += 1
+                continue
+            try:
+                services.contract_import(
+                    project=project, user=admin, source=path.read_bytes(), file=path.name
+                )
+            except services.ServiceError as exc:
+                self.stderr.write(self.style.WARNING(f"skipped {path.name}: {exc}"))
+                continue
+            loaded += 1
+        return loaded, skipped

@@ -1,0 +1,91 @@
+"""List filters (django-filter): the run list, the reviewer inbox and the API lists.
+
+One FilterSet per list, built from shared pieces, so the page and the API filter the
+same way and drf-spectacular documents every parameter. Unknown values match nothing
+(``?family=bogus`` is an empty list), never an error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import django_filters as df
+from django.db.models import QuerySet
+
+from .models import FAMILY_FIELDS, Batch, Contract, Query, Run
+from .selectors.runs import annotate_latest_verdict
+
+FAMILIES_HELP = "a failure family: " + ", ".join(FAMILY_FIELDS)
+
+
+class _RunTarget(df.FilterSet):
+    contract = df.CharFilter(field_name="contract__key", help_text="contract id (key)")
+    query = df.CharFilter(field_name="query_key", help_text="query id")
+    model = df.CharFilter(field_name="model_name", help_text="model name")
+
+    class Meta:
+        model = Run
+        fields: list[str] = []
+
+
+class RunListFilter(_RunTarget):
+    """The run list: by target, status and verdict."""
+
+    status = df.CharFilter(help_text="queued, running, done or failed")
+    verdict = df.CharFilter(help_text="clean or non_clean")
+
+
+class InboxFilter(_RunTarget):
+    """The reviewer inbox: by target, failure family and whether a reviewer has looked."""
+
+    family = df.CharFilter(method="filter_family", help_text=FAMILIES_HELP)
+    reviewed = df.CharFilter(method="filter_reviewed", help_text="yes or no")
+
+    def filter_family(self, qs: QuerySet[Run], name: str, value: str) -> QuerySet[Run]:
+        col = FAMILY_FIELDS.get(value)
+        return qs.filter(**{f"{col}__gt": 0}) if col else qs.none()
+
+    def filter_reviewed(self, qs: QuerySet[Run], name: str, value: str) -> QuerySet[Run]:
+        if value not in ("yes", "no"):
+            return qs
+        reviewed = {"has_verdict": value == "yes"}  # an annotation, not a field
+        return annotate_latest_verdict(qs).filter(**reviewed)
+
+
+class RunApiFilter(RunListFilter, InboxFilter):
+    """``/api/runs/``: every run filter, and the project."""
+
+    project = df.CharFilter(field_name="project__slug", help_text="project slug")
+
+
+class ContractApiFilter(df.FilterSet):
+    project = df.CharFilter(field_name="project__slug", help_text="project slug")
+    key = df.CharFilter(help_text="contract id")
+    status = df.CharFilter(help_text="draft, in_review or audited")
+
+    class Meta:
+        model = Contract
+        fields: list[str] = []
+
+
+class QueryApiFilter(df.FilterSet):
+    project = df.CharFilter(field_name="contract__project__slug", help_text="project slug")
+    contract = df.NumberFilter(field_name="contract_id", help_text="contract pk (an integer)")
+
+    class Meta:
+        model = Query
+        fields: list[str] = []
+
+
+class BatchApiFilter(df.FilterSet):
+    project = df.CharFilter(field_name="project__slug", help_text="project slug")
+
+    class Meta:
+        model = Batch
+        fields: list[str] = []
+
+
+def filter_values(filterset: type[df.FilterSet], data: Any) -> dict[str, str]:
+    """The values of ``filterset``'s parameters in ``data`` ("" when absent), for a page
+    that shows them in its filter form and keeps them in its links."""
+    return {name: data.get(name, "") for name in filterset.base_filters}

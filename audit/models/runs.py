@@ -1,0 +1,233 @@
+"""Conformance runs of an agent's trace against an audited contract, reviewer verdicts
+on them, and suite batches."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+from matching.evaluate import METRICS
+
+from .contracts import Contract, Query
+from .projects import Project
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class RunMode(models.TextChoices):
+    ORACLE = "oracle", "Oracle (gold labels)"
+    TOKEN = "token", "Token matching"
+
+
+class ExtractorName(models.TextChoices):
+    NONE = "none", "None (use the observed nodes)"
+    HEURISTIC = "heuristic", "Heuristic"
+    LLM = "llm", "LLM"
+
+
+class InputKind(models.TextChoices):
+    OBSERVED = "observed", "Observed document"
+    TEXT = "text", "Pasted response or trace"
+    OPENAI = "openai", "OpenAI chat transcript"
+    TAU_BENCH = "tau_bench", "τ-bench action list"
+
+
+FAMILY_FIELDS = {
+    "wrong_branch": "n_wrong_branch",
+    "omission": "n_omission",
+    "ordering": "n_ordering",
+    "extra_action": "n_extra_action",
+    "invariant_violation": "n_invariant_violation",
+    "output_contract": "n_output_contract",
+}
+METRIC_FIELDS = METRICS  # one column per report metric, named as in the report
+
+
+class Run(models.Model):
+    """One conformance check: an audited contract version, a query, an observed document.
+
+    ``input_hash`` covers everything the report depends on (contract version, query,
+    canonical observed document, mode, extractor), so the same inputs are one run.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="runs")
+    contract = models.ForeignKey(Contract, on_delete=models.CASCADE, related_name="runs")
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="runs")
+    query_key = models.CharField("query id", max_length=128, db_index=True)
+    input_kind = models.CharField(max_length=20, choices=InputKind.choices)
+    observed = models.JSONField(help_text="the contracteval.observed/v1 document as submitted")
+    input_hash = models.CharField(max_length=64, unique=True, editable=False)
+    mode = models.CharField(max_length=10, choices=RunMode.choices, default=RunMode.TOKEN)
+    extractor = models.CharField(
+        max_length=20, choices=ExtractorName.choices, default=ExtractorName.NONE
+    )
+    model_name = models.CharField(
+        "model",
+        max_length=200,
+        blank=True,
+        default="",
+        db_index=True,
+        help_text="the agent or model that produced the trace",
+    )
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    error = models.TextField(blank=True, default="")
+    warnings = models.JSONField(default=list, blank=True)
+    report = models.JSONField(null=True, blank=True)
+    overlay = models.JSONField(null=True, blank=True)
+    verdict = models.CharField(max_length=20, blank=True, default="", db_index=True)
+    failure_count = models.PositiveIntegerField(default=0)
+    n_wrong_branch = models.PositiveIntegerField(default=0)
+    n_omission = models.PositiveIntegerField(default=0)
+    n_ordering = models.PositiveIntegerField(default=0)
+    n_extra_action = models.PositiveIntegerField(default=0)
+    n_invariant_violation = models.PositiveIntegerField(default=0)
+    n_output_contract = models.PositiveIntegerField(default=0)
+    required_recall = models.FloatField(null=True, blank=True)
+    observed_precision = models.FloatField(null=True, blank=True)
+    edge_conformance = models.FloatField(null=True, blank=True)
+    branch_correctness = models.FloatField(null=True, blank=True)
+    invariant_score = models.FloatField(null=True, blank=True)
+    output_validity = models.FloatField(null=True, blank=True)
+    # Invariants without a machine check, scored by the LLM invariant judge on request.
+    judge_invariants = models.BooleanField(default=False)
+    judged_invariants = models.JSONField(
+        null=True, blank=True, help_text="{id: score} from the LLM"
+    )
+    llm_model = models.CharField("LLM model", max_length=200, blank=True, default="")
+    llm_usage = models.JSONField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["project", "status", "verdict"], name="run_inbox")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=RunStatus.values), name="run_status_valid"
+            ),
+            models.CheckConstraint(condition=Q(mode__in=RunMode.values), name="run_mode_valid"),
+            models.CheckConstraint(
+                condition=Q(extractor__in=ExtractorName.values), name="run_extractor_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(input_kind__in=InputKind.values), name="run_input_kind_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(verdict__in=["", "clean", "non_clean"]), name="run_verdict_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} · {self.contract} · {self.query_key} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (RunStatus.DONE, RunStatus.FAILED)
+
+    @property
+    def families(self) -> list[str]:
+        return [f for f, col in FAMILY_FIELDS.items() if getattr(self, col)]
+
+    @property
+    def metrics(self) -> dict[str, float | None]:
+        return {m: getattr(self, m) for m in METRIC_FIELDS}
+
+
+class ReviewVerdict(models.Model):
+    """A reviewer's judgement of a run's report: agrees or disagrees, with a note."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="verdicts")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    agrees = models.BooleanField()
+    note = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{'agrees' if self.agrees else 'disagrees'} · run {self.run_id}"
+
+
+class JudgeKind(models.TextChoices):
+    """The LLM judge baselines (``matching.llm.judge.JUDGES``)."""
+
+    OUTPUT = "output", "LLM judge: output only"
+    TRACE = "trace", "LLM judge: trace-aware"
+    TRACE_CHECKLIST = "trace-checklist", "LLM judge: trace-aware with a label-only checklist"
+    EXPECTED = "expected", "LLM judge: expected graph"
+
+
+class BatchSource(models.TextChoices):
+    FIXTURES = "fixtures", "Fixture suite"
+    UPLOAD = "upload", "Uploaded suite"
+
+
+class Batch(models.Model):
+    """A whole suite (FORMAT.md §7) run as one job; ``scores`` holds ALGORITHMS.md §6."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="batches")
+    source = models.CharField(max_length=20, choices=BatchSource.choices)
+    name = models.CharField(max_length=300)
+    archive = models.BinaryField(null=True, blank=True, editable=False)
+    archive_hash = models.CharField(max_length=64, blank=True, default="")
+    mode = models.CharField(max_length=10, choices=RunMode.choices, default=RunMode.ORACLE)
+    extractor = models.CharField(
+        max_length=20, choices=ExtractorName.choices, default=ExtractorName.NONE
+    )
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    error = models.TextField(blank=True, default="")
+    warnings = models.JSONField(default=list, blank=True)
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    scores = models.JSONField(null=True, blank=True)
+    seconds = models.FloatField(null=True, blank=True)
+    # An LLM judge baseline (ALGORITHMS.md §7) instead of the engine: "" = ContractEval.
+    judge = models.CharField(max_length=20, choices=JudgeKind.choices, blank=True, default="")
+    llm_model = models.CharField("LLM model", max_length=200, blank=True, default="")
+    llm_usage = models.JSONField(null=True, blank=True)
+    verdicts = models.JSONField(null=True, blank=True, help_text="a judge's verdict per case")
+    attempts = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        verbose_name_plural = "batches"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=RunStatus.values), name="batch_status_valid"
+            ),
+            models.CheckConstraint(condition=Q(done__lte=F("total")), name="batch_done_le_total"),
+            models.CheckConstraint(
+                condition=Q(judge__in=["", *JudgeKind.values]), name="batch_judge_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"batch {self.pk} · {self.name} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (RunStatus.DONE, RunStatus.FAILED)
+
+    @property
+    def percent(self) -> int:
+        return int(100 * self.done / self.total) if self.total else 0
