@@ -26,7 +26,7 @@ from .guards import LimitedJSONParser
 from .models import Batch, Contract, Project, Query, Run
 from .permissions import BATCH, IMPORT, RUN, VERDICT, ProjectRole, project_for, require, roles_of
 from .selectors import exports
-from .selectors.contracts import contract_document
+from .selectors.team import export_document
 from .serializers import (
     BatchSerializer,
     ContractImportSerializer,
@@ -80,7 +80,7 @@ class ContractViewSet(viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["get"])
     def export(self, request, pk=None, format=None):
         """The ``contracteval.contract/v1`` document of this version."""
-        return Response(contract_document(self.get_object()))
+        return Response(export_document(self.get_object()))
 
     @extend_schema(request=ContractImportSerializer, responses={201: ContractSerializer})
     @action(detail=False, methods=["post"], url_path="import", url_name="import")
@@ -179,6 +179,7 @@ class RunViewSet(
                 extractor=d["extractor"],
                 model_name=d.get("model") or "",
                 judge_invariants=d.get("judge_invariants", False),
+                select=d.get("select") or "",
             )
         except services.ServiceError as exc:
             raise ValidationError({"input": [str(exc)]}) from exc

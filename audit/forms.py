@@ -372,6 +372,13 @@ class RunForm(forms.Form):
         strip=False,
         widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false"}),
     )
+    select = forms.CharField(
+        label="τ-bench trajectory",
+        required=False,
+        max_length=200,
+        help_text="for a τ-bench results file: task_id=…,trial=… (left empty, the error"
+        " lists the trajectories in the file)",
+    )
     source_kind = forms.ChoiceField(
         label="Text is",
         choices=[("auto", "Detect"), ("trace", "a trace"), ("response", "a final response")],

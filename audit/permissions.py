@@ -11,10 +11,23 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
+from django.db import models
 from django.http import Http404
 from rest_framework.permissions import BasePermission
 
-from .models import Batch, Contract, Membership, Project, Role, Run
+from .models import (
+    AnnotatorDecision,
+    Assignment,
+    AssignmentRole,
+    Batch,
+    Comment,
+    Contract,
+    Membership,
+    Project,
+    Role,
+    Run,
+    TeamPhase,
+)
 
 RANK = {Role.ANNOTATOR: 1, Role.REVIEWER: 2, Role.ADMIN: 3}
 
@@ -29,6 +42,9 @@ VERDICT = Role.REVIEWER  # record a verdict on a run
 # Starting a contract from a new artifact is annotation work: annotators and admins
 # (a reviewer-only member reviews what others start).
 CREATE_ROLES = frozenset({Role.ANNOTATOR, Role.ADMIN})
+ASSIGN = Role.ADMIN  # assign work, switch double annotation on or off
+CURATE = Role.REVIEWER  # adjudicate a double-annotated contract
+COMMENT = Role.ANNOTATOR  # write, resolve and reopen comments
 
 
 def can_create(role: str) -> bool:
@@ -105,6 +121,50 @@ def batch_for(user: Any, pk: int, minimum: str = RUN) -> tuple[Batch, Membership
     if batch is None:
         raise Http404("no such batch")
     return batch, require(user, batch.project_id, minimum)
+
+
+# ---------------------------------------------------------------------------- team work
+
+
+def comment_for(user: Any, pk: int, minimum: str = VIEW) -> tuple[Comment, Membership]:
+    """Comment ``pk`` with its contract, and the user's membership (404 outside)."""
+    if not user.is_authenticated:
+        raise Http404("no such comment")
+    comment = Comment.objects.select_related("contract").filter(pk=pk).first()
+    if comment is None:
+        raise Http404("no such comment")
+    return comment, require(user, comment.contract.project_id, minimum)
+
+
+def assigned(user: Any, contract: Contract, role: str = AssignmentRole.ANNOTATOR) -> bool:
+    """``user`` is assigned ``role`` on ``contract`` or on its whole project."""
+    return (
+        Assignment.objects.filter(user=user, role=role, project_id=contract.project_id)
+        .filter(models.Q(contract=contract) | models.Q(contract__isnull=True))
+        .exists()
+    )
+
+
+def annotated(user: Any, contract: Contract) -> bool:
+    """``user`` has own decisions on ``contract`` (then they may not adjudicate it)."""
+    return AnnotatorDecision.objects.filter(contract=contract, user=user).exists()
+
+
+def decisions_visible(user: Any, membership: Membership, contract: Contract, owner: Any) -> bool:
+    """May ``user`` read ``owner``'s blind decisions on ``contract``?
+
+    Their own, always. Anyone else's only once adjudication has started (the
+    decisions are then final), and before that only a curator (reviewer or admin) who
+    neither annotates nor is assigned to annotate this contract.
+    """
+    if getattr(owner, "pk", owner) == user.pk:
+        return True
+    team = getattr(contract, "double_annotation", None)
+    if team is not None and team.phase != TeamPhase.ANNOTATING:
+        return True
+    if not has_role(membership.role, CURATE):
+        return False
+    return not annotated(user, contract) and not assigned(user, contract)
 
 
 # ---------------------------------------------------------------------------- REST API

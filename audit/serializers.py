@@ -123,6 +123,7 @@ class RunSerializer(serializers.ModelSerializer):
             "judged_invariants",
             "llm_model",
             "llm_usage",
+            "extraction",
         ]
         read_only_fields = fields
 
@@ -144,8 +145,17 @@ class RunCreateSerializer(serializers.Serializer):
         choices=[("auto", "Detect"), *InputKind.choices], default="auto"
     )
     input = serializers.JSONField(
-        help_text="an observed document, a chat transcript (list of messages or"
-        " {messages: [...]}), a τ-bench action list, or a string of pasted text"
+        help_text="an observed document, a transcript (OpenAI chat or Responses items,"
+        " Anthropic Messages, a LangChain dump), OpenTelemetry GenAI spans, a τ-bench"
+        " results file (choose an entry with select) or action list, or a string of"
+        " pasted text"
+    )
+    select = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=200,
+        help_text="task_id=…,trial=…: the trajectory of a τ-bench results file",
     )
     source_kind = serializers.ChoiceField(
         choices=["auto", "response", "trace"], default="auto", required=False

@@ -1,6 +1,17 @@
 from django.urls import path
 
-from .views import batches, contracts, inbox, invariants, projects, queries, runs, workspace
+from .views import (
+    adjudication,
+    batches,
+    contracts,
+    inbox,
+    invariants,
+    projects,
+    queries,
+    runs,
+    team,
+    workspace,
+)
 
 app_name = "audit"
 
@@ -50,4 +61,22 @@ urlpatterns = [
     path("b/<int:pk>/", batches.batch_detail, name="batch_detail"),
     path("b/<int:pk>/status/", batches.batch_status, name="batch_status"),
     path("b/<int:pk>/scores.json", batches.batch_scores, name="batch_scores"),
+    # team work: queues, double annotation, adjudication, comments, agreement
+    path("queue/", team.my_queue, name="my_queue"),
+    path("c/<int:pk>/team/", team.team_page, name="team"),
+    path("c/<int:pk>/team/assign/", team.assign, name="assign"),
+    path("c/<int:pk>/team/assign/<int:assignment_pk>/delete/", team.unassign, name="unassign"),
+    path("c/<int:pk>/team/double/", team.double_annotation, name="double_annotation"),
+    path("c/<int:pk>/comments/", team.comment_new, name="comment_new"),
+    path("comments/<int:pk>/resolve/", team.comment_resolve, name="comment_resolve"),
+    path("c/<int:pk>/agreement.<str:fmt>", team.agreement_report, name="agreement_report"),
+    path("p/<slug:slug>/agreement.<str:fmt>", team.project_agreement, name="project_agreement"),
+    path("c/<int:pk>/annotate/", adjudication.annotate, name="annotate"),
+    path("c/<int:pk>/annotate/<int:node_pk>/", adjudication.decide, name="decide"),
+    path("c/<int:pk>/adjudicate/", adjudication.adjudicate, name="adjudicate"),
+    path(
+        "c/<int:pk>/adjudicate/start/", adjudication.adjudication_start, name="adjudication_start"
+    ),
+    path("c/<int:pk>/adjudicate/<int:node_pk>/", adjudication.curate, name="curate"),
+    path("c/<int:pk>/adjudicate/audited/", adjudication.mark_audited, name="adjudication_audited"),
 ]

@@ -21,6 +21,9 @@ from .errors import ContractEvalError
 from .evaluate import evaluate_detailed
 from .extractors import EXTRACTORS, FallbackWarning, get_extractor, reextract
 from .formats import Contract, Query, dumps, read_observed, read_query
+from .importers import INPUT_KINDS, parse_select, trajectories
+from .importers.load import load_trace, read_source
+from .llm.errors import LLMConfigError, LLMError
 from .match import MODES
 from .perturb import FAMILIES
 from .progress import ProgressBar
@@ -85,17 +88,13 @@ def cmd_condition(args: argparse.Namespace) -> int:
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
-    """contracteval extract: an observed graph built from a text."""
-    src = Path(args.source)
-    try:
-        text = src.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ContractEvalError(
-            f"cannot read file: {exc.strerror}", file=str(src), rule="io"
-        ) from None
-    except UnicodeDecodeError:
-        raise ContractEvalError("not UTF-8 text", file=str(src), rule="io") from None
-    obs = get_extractor(args.extractor)(text, kind=args.kind)
+    """contracteval extract: an observed graph built from a text or a trace export."""
+    # JSON sources (chat transcripts, spans, τ-bench results …) are rendered first.
+    src = load_trace(Path(args.source), "auto", parse_select(args.select), text_kind=args.kind)
+    extractor = get_extractor(args.extractor)
+    obs = extractor(src.text, kind=src.source_kind)
+    obs.output = src.output
+    _note_quotes(extractor)
     if args.contract:
         contract = load_contract(Path(args.contract))
         obs.contract = contract.id
@@ -104,6 +103,38 @@ def cmd_extract(args: argparse.Namespace) -> int:
     elif args.query:
         obs.query = read_query(Path(args.query)).id if Path(args.query).is_file() else args.query
     _print_json(obs.to_dict())
+    return 0
+
+
+def _note_quotes(extractor: Any) -> None:
+    """Say on stderr how many of an LLM extractor's quotes were discarded, and why."""
+    report = getattr(extractor, "report", None)
+    if report is not None and report.discarded:
+        sys.stderr.write(f"contracteval: note: LLM extractor {report.summary()}\n")
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """Any supported trace format → an observed document (or the rendered trace)."""
+    if args.list:
+        _, data = read_source(Path(args.file))
+        _print_json(trajectories(data))
+        return 0
+    if not args.out:
+        raise UsageError("--out is required (or --list to see a results file's trajectories)")
+    src = load_trace(Path(args.file), args.format, parse_select(args.select))
+    if args.write == "trace":
+        Path(args.out).write_text(src.text, encoding="utf-8")
+    else:
+        doc: dict[str, Any] = {
+            "format": "contracteval.observed/v1",
+            "source": {"kind": src.source_kind, "text": src.text},
+            "nodes": [],
+        }
+        if src.output:
+            doc["output"] = src.output
+        read_observed(doc)  # what we write must read back
+        Path(args.out).write_text(dumps(doc), encoding="utf-8")
+    sys.stderr.write(f"contracteval: imported {src.kind} from {args.file} into {args.out}\n")
     return 0
 
 
@@ -118,8 +149,26 @@ def cmd_match(args: argparse.Namespace) -> int:
         expected = condition(contract, _query_arg(contract, args.query))
     except ContractEvalError as exc:
         raise exc.with_file(args.contract) from None
+    if args.judge_invariants:
+        _judge_invariants(expected, observed)
     _print_json(evaluate_detailed(expected, observed, mode=args.mode).report())
     return 0
+
+
+def _judge_invariants(expected: Any, observed: Any) -> None:
+    """Score G_E's invariants that have no machine check with the LLM judge."""
+    config = _llm_config()
+    if not config.configured:
+        raise LLMError(
+            "--judge-invariants needs an LLM endpoint and none is configured (set"
+            " CONTRACTEVAL_LLM_API_KEY or OPENAI_API_KEY); nothing was run"
+        )
+    from .llm.client import LLMClient
+    from .llm.judge import judge_invariants
+
+    client = LLMClient(config)
+    observed.invariants.update(judge_invariants(client, expected, observed))
+    sys.stderr.write(_llm_summary(client.usage(), config.model))
 
 
 def cmd_perturb(args: argparse.Namespace) -> int:
@@ -161,6 +210,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
     _check_modes(args)
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    config = _llm_config() if args.extractor == "llm" else None  # bad settings: stop first
     suite = load_suite(Path(args.suite))
     started = time.perf_counter()
     bar = ProgressBar(f"suite ({args.mode})")
@@ -175,6 +225,11 @@ def cmd_suite(args: argparse.Namespace) -> int:
     doc["seconds"] = seconds
     sys.stdout.write(format_table(doc) + "\n")
     sys.stdout.write(f"{doc['cases']} cases in {seconds:.2f} s\n")
+    if config is not None and config.configured and args.jobs == 1:
+        from .llm.client import LLMClient
+
+        doc["llm"] = LLMClient.shared(config).usage()  # the extractor's calls in this run
+        sys.stdout.write(_llm_summary(doc["llm"], config.model))
     if args.json:
         Path(args.json).write_text(dumps(doc), encoding="utf-8")
     return 0
@@ -183,10 +238,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
 def _llm_config() -> Any:
     from .llm.config import LLMConfig
 
-    try:
-        return LLMConfig.from_env()
-    except ValueError as exc:  # a malformed CONTRACTEVAL_LLM_* value
-        raise UsageError(str(exc)) from None
+    return LLMConfig.from_env()  # LLMConfigError (a usage error) names a bad variable
 
 
 def _llm_summary(usage: dict[str, Any], model: str) -> str:
@@ -319,7 +371,10 @@ def _add_graph_commands(sub: Any) -> None:
     s.add_argument("--extractor", choices=EXTRACTORS, default="heuristic")
     s.add_argument("--contract")
     s.add_argument("--query")
+    s.add_argument("--select", metavar="task_id=…,trial=…", help="a τ-bench results entry")
     s.set_defaults(func=cmd_extract)
+
+    _import_parser(sub)
 
     s = sub.add_parser("match", help="conformance report of an observed graph")
     s.add_argument("contract")
@@ -327,6 +382,11 @@ def _add_graph_commands(sub: Any) -> None:
     s.add_argument("--observed", required=True)
     s.add_argument("--mode", choices=MODES, default="token")
     s.add_argument("--extractor", choices=("none", *EXTRACTORS), default="none")
+    s.add_argument(
+        "--judge-invariants",
+        action="store_true",
+        help="score invariants without a machine check with the LLM judge",
+    )
     s.set_defaults(func=cmd_match)
 
 
@@ -347,6 +407,10 @@ def _add_suite_commands(sub: Any) -> None:
     s.add_argument("--jobs", type=int, default=1)
     s.set_defaults(func=cmd_suite)
 
+    _llm_parsers(sub)
+
+
+def _llm_parsers(sub: Any) -> None:
     s = sub.add_parser("judge", help="score a suite with an LLM judge baseline (needs an LLM)")
     s.add_argument("suite")
     s.add_argument(
@@ -361,6 +425,22 @@ def _add_suite_commands(sub: Any) -> None:
     s.add_argument("--json", metavar="OUT.json")
     s.add_argument("--limit", type=int, metavar="N", help="the first N clean cases only")
     s.set_defaults(func=cmd_components)
+
+
+def _import_parser(sub: Any) -> None:
+    s = sub.add_parser("import", help="read a trace export into an observed document")
+    s.add_argument("file")
+    s.add_argument("--format", choices=("auto", *INPUT_KINDS[1:]), default="auto")
+    s.add_argument("--select", metavar="task_id=…,trial=…", help="a τ-bench results entry")
+    s.add_argument("--out", metavar="OBSERVED.json")
+    s.add_argument(
+        "--write",
+        choices=("observed", "trace"),
+        default="observed",
+        help="an observed document (default) or the rendered trace text",
+    )
+    s.add_argument("--list", action="store_true", help="list a results file's trajectories")
+    s.set_defaults(func=cmd_import)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -378,12 +458,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         warnings.showwarning = _show_warning
         try:
             return int(args.func(args))
-        except UsageError as exc:
+        except (UsageError, LLMConfigError) as exc:
             parser.print_usage(sys.stderr)
             sys.stderr.write(f"contracteval: usage error: {exc}\n")
             return 2
         except ContractEvalError as exc:
             sys.stderr.write(f"contracteval: error: {exc}\n")
+            return 1
+        except LLMError as exc:
+            # Every LLM failure is classified into one line; a traceback helps nobody.
+            sys.stderr.write(f"contracteval: error: LLM call failed: {exc.reason}\n")
             return 1
         except BrokenPipeError:
             return 0

@@ -21,12 +21,12 @@ from typing import Any
 
 from .errors import ContractEvalError
 from .formats import OBSERVED, read_observed
-from .importers import detect_kind, render
+from .importers import INPUT_KINDS, detect_kind, last_agent_message, parse_select, render
 from .input_limits import MAX_DEPTH, check_json
 from .trace import is_trace
 
 # The values a caller may pass (the web app stores them as its own choices).
-INPUT_KINDS = ("observed", "text", "openai", "tau_bench")
+# INPUT_KINDS (from the importers) are the values a caller may pass.
 MODES = ("oracle", "token")
 EXTRACTORS = ("none", "heuristic", "llm")
 SOURCE_KINDS = ("response", "trace")
@@ -67,6 +67,7 @@ def prepare_input(
     source_kind: str = "auto",
     extractor: str = "none",
     mode: str = "token",
+    select: str | Mapping[str, str] | None = None,
 ) -> PreparedInput:
     """Parse, render and validate one input.
 
@@ -83,6 +84,9 @@ def prepare_input(
         ``response``, ``trace`` or ``auto`` (a rendered trace is a trace).
     extractor, mode : str
         The run's options; text is extracted, so it needs token mode.
+    select : str or mapping, optional
+        ``task_id=…,trial=…``: the trajectory of a τ-bench results file (a file of
+        several without one is refused with the list of them).
 
     Returns
     -------
@@ -101,7 +105,8 @@ def prepare_input(
         check_json(data, what="the input", strings=False)  # schema checks recurse per level
         read_observed(data)  # schema, ids and steps: the engine's message on failure
         return PreparedInput(kind=kind, observed=dict(data), extractor=extractor)
-    return _rendered(kind, data, contract_key, query_key, source_kind, extractor, mode)
+    choice = parse_select(select) if isinstance(select, str) or select is None else select
+    return _rendered(kind, data, contract_key, query_key, source_kind, extractor, mode, choice)
 
 
 def _rendered(
@@ -112,6 +117,7 @@ def _rendered(
     source_kind: str,
     extractor: str,
     mode: str,
+    select: Mapping[str, str],
 ) -> PreparedInput:
     """A transcript, action list or pasted text as an observed document with no nodes
     (the extractor finds them), its final output kept for the output checks."""
@@ -119,7 +125,7 @@ def _rendered(
         data = _parse_json(data)
     if kind != "text":
         check_json(data, what="the input", strings=False)  # the renderers recurse per level
-    text = render(kind, data)
+    text = render(kind, data, select=select)
     if source_kind == "auto":
         source_kind = "trace" if kind != "text" or is_trace(text) else "response"
     if source_kind not in SOURCE_KINDS:
@@ -172,7 +178,7 @@ def _recognise(kind: str, data: Any) -> tuple[str, Any]:
         kind, data = ("text", data) if parsed is None else (detect_kind(parsed), parsed)
     if kind not in INPUT_KINDS:
         raise ContractEvalError(
-            f"unknown input kind {kind!r}: expected observed, text, openai or tau_bench",
+            f"unknown input kind {kind!r}: expected one of {', '.join(INPUT_KINDS)}",
             rule="input-kind",
         )
     return kind, data
@@ -203,6 +209,8 @@ def _final_output(kind: str, data: Any, text: str, source_kind: str) -> str | No
     message of a transcript, the last ``respond`` of an action list, or a pasted response."""
     if kind == "text":
         return text.strip() if source_kind == "response" else None
+    if kind not in ("openai", "tau_bench"):
+        return last_agent_message(text)
     items = (
         data.get("messages" if kind == "openai" else "actions")
         if isinstance(data, Mapping)

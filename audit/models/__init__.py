@@ -1,5 +1,5 @@
 """The audit workspace's data, one module per concern: projects and memberships,
-contracts and their parts, runs, verdicts and batches. Import models from here."""
+contracts and their parts, runs, verdicts and batches, team work. Import models from here."""
 
 from .contracts import (
     ID_REGEX,
@@ -34,8 +34,28 @@ from .runs import (
     RunMode,
     RunStatus,
 )
+from .team import (
+    AnnotatorDecision,
+    Assignment,
+    AssignmentRole,
+    Comment,
+    CommentTarget,
+    CurationChoice,
+    DecisionAction,
+    DoubleAnnotation,
+    TeamPhase,
+)
 
 __all__ = [
+    "AnnotatorDecision",
+    "Assignment",
+    "AssignmentRole",
+    "Comment",
+    "CommentTarget",
+    "CurationChoice",
+    "DecisionAction",
+    "DoubleAnnotation",
+    "TeamPhase",
     "FAMILY_FIELDS",
     "ID_REGEX",
     "METRIC_FIELDS",

@@ -35,6 +35,11 @@ class InputKind(models.TextChoices):
     OBSERVED = "observed", "Observed document"
     TEXT = "text", "Pasted response or trace"
     OPENAI = "openai", "OpenAI chat transcript"
+    OPENAI_RESPONSES = "openai_responses", "OpenAI Responses API items"
+    ANTHROPIC = "anthropic", "Anthropic Messages"
+    LANGCHAIN = "langchain", "LangChain message dump"
+    OTEL = "otel", "OpenTelemetry GenAI spans"
+    TAU_BENCH_RESULTS = "tau_bench_results", "τ-bench results file"
     TAU_BENCH = "tau_bench", "τ-bench action list"
 
 
@@ -101,6 +106,12 @@ class Run(models.Model):
     )
     llm_model = models.CharField("LLM model", max_length=200, blank=True, default="")
     llm_usage = models.JSONField(null=True, blank=True)
+    extraction = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="the LLM extractor's quote counts: quotes, kept, discarded, reasons,"
+        " unreliable, and the discarded nodes",
+    )
     attempts = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -7,6 +7,7 @@ One module per concern; this package re-exports their public names, so callers w
 ``services.node_confirm(...)`` without knowing which room holds it.
 """
 
+from .adjudication import adjudication_start, curation_choose, decisions_by_user
 from .batches import (
     CONTRACTEVAL,
     EVALUATORS,
@@ -16,6 +17,7 @@ from .batches import (
     fixture_suite_dir,
     judge_of,
 )
+from .comments import comment_create, comment_set_resolved
 from .common import LLMRetry, ServiceError, llm_config
 from .contracts import (
     CONTRACT_DETAILS,
@@ -46,9 +48,24 @@ from .proposals import (
 )
 from .queries import query_delete, query_document, query_save
 from .runs import NO_LLM_FOR_INVARIANTS, input_hash, run_create, run_execute, run_retry
+from .team import (
+    assignment_create,
+    assignment_delete,
+    decision_record,
+    double_annotation_set,
+)
 from .verdicts import verdict_record
 
 __all__ = [
+    "double_annotation_set",
+    "decisions_by_user",
+    "decision_record",
+    "curation_choose",
+    "comment_set_resolved",
+    "comment_create",
+    "assignment_delete",
+    "assignment_create",
+    "adjudication_start",
     "CONTRACTEVAL",
     "CONTRACT_DETAILS",
     "EVALUATORS",

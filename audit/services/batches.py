@@ -17,10 +17,11 @@ from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
 from matching.errors import ContractEvalError
-from matching.llm.client import LLMClient, LLMError
+from matching.llm.client import LLMClient, LLMError, usage_of
 from matching.llm.config import LLMConfig
 from matching.llm.judge import JUDGES, judge_suite
-from matching.suite import SuiteArchiveError, extract_suite_zip, load_suite, run_suite, score
+from matching.suite import load_suite, run_suite, score
+from matching.suite_archive import SuiteArchiveError, extract_suite_zip
 
 from .. import enqueue
 from ..models import Batch, BatchSource, ExtractorName, JudgeKind, Project, RunMode, RunStatus
@@ -46,7 +47,7 @@ def fixture_suite_dir() -> Path:
 
 
 def unpack_suite(archive: bytes, dest: Path) -> Path:
-    """:func:`matching.suite.extract_suite_zip` with this site's size limits."""
+    """:func:`matching.suite_archive.extract_suite_zip` with this site's size limits."""
     try:
         return extract_suite_zip(
             archive,
@@ -301,12 +302,25 @@ def _score_suite(batch: Batch) -> tuple[dict[str, Any], Any, list[str]]:
             batch.llm_model = config.model
             scores, verdicts, _ = _judge(batch, suite, progress, config)
             return scores, verdicts, []
+        client = _extractor_client(batch.extractor)
+        first = len(client.calls) if client is not None else 0
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
             results = run_suite(
                 suite, mode=batch.mode, extractor=batch.extractor, progress=progress
             )
+        if client is not None:  # the LLM extractor's calls are the batch's usage
+            batch.llm_model = client.model
+            batch.llm_usage = add_usage(batch.llm_usage, usage_of(client.calls[first:]))
         return score(results), None, sorted({str(w.message) for w in seen})
+
+
+def _extractor_client(extractor: str) -> LLMClient | None:
+    """The shared client the LLM extractor of ``run_suite`` calls through, if any."""
+    if extractor != ExtractorName.LLM:
+        return None
+    config = llm_config()
+    return LLMClient.shared(config) if config.configured else None
 
 
 def _keep_scores(
@@ -319,7 +333,9 @@ def _keep_scores(
         "extractor": batch.extractor,
         "seconds": round(seconds, 3),
     }
+    if batch.judge or batch.llm_usage:
+        batch.scores.update(model=batch.llm_model, llm=batch.llm_usage)
     if batch.judge:
-        batch.scores.update(judge=batch.judge, model=batch.llm_model, llm=batch.llm_usage)
+        batch.scores["judge"] = batch.judge
         batch.verdicts = verdicts
     batch.done = batch.total = scores["cases"]

@@ -28,6 +28,7 @@ from ..models import (
     Span,
 )
 from ..selectors.contracts import contract_document
+from .adjudication import after_audited, before_audited
 from .common import ServiceError, record
 from .concurrency import check_version, locked_contract, retry_on_lock
 from .proposals import PROPOSERS, contract_request_proposals
@@ -415,9 +416,11 @@ def contract_submit_for_review(*, contract: Contract, user) -> Contract:
 
 @retry_on_lock
 def contract_mark_audited(*, contract: Contract, user) -> Contract:
-    """Mark audited: only with no audit errors and no node left *proposed*."""
+    """Mark audited: only with no audit errors, no node left *proposed*, no open comment
+    and, for a double-annotated contract, after adjudication."""
     with transaction.atomic():
         contract = locked_contract(contract.pk)
+        before_audited(contract)
         proposed = contract.nodes.filter(review_status=ReviewStatus.PROPOSED).count()
         if proposed:
             raise ServiceError(f"{proposed} node(s) are still proposed: confirm or reject them")
@@ -429,6 +432,7 @@ def contract_mark_audited(*, contract: Contract, user) -> Contract:
         before = contract.status
         contract.status = ContractStatus.AUDITED
         contract.save(update_fields=["status", "updated_at"])
+        after_audited(contract)
         record(
             contract, user, "status", "contract", contract.key, before=before, after=contract.status
         )

@@ -9,6 +9,7 @@ from django.db import IntegrityError, transaction
 
 from ..models import Contract, Invariant, Node, ReviewStatus, Span
 from ..selectors.contracts import invariant_snapshot, node_snapshot
+from .adjudication import guard_shared_nodes
 from .common import ServiceError, check_span, next_position, record, touch
 from .concurrency import check_version, locked_contract, retry_on_lock
 
@@ -30,6 +31,7 @@ def locked_node(node: Node, expected_version: int | None) -> Node:
 
 @retry_on_lock
 def _review(node: Node, user, status: str, action: str, expected_version: int | None) -> Node:
+    guard_shared_nodes(node.contract, user)
     with transaction.atomic():
         node = locked_node(node, expected_version)
         before = node_snapshot(node)
@@ -72,6 +74,7 @@ def _would_cycle(node: Node, parent: Node | None) -> bool:
 @retry_on_lock
 def node_update(*, node: Node, user, data: Mapping[str, Any], expected_version: int | None) -> Node:
     """Edit a node's fields (``data``: the cleaned form). Marks it *edited*."""
+    guard_shared_nodes(node.contract, user)
     with transaction.atomic():
         node = locked_node(node, expected_version)
         parent = data.get("parent")
@@ -144,6 +147,7 @@ def node_create(*, contract: Contract, user, data: Mapping[str, Any], start: int
 def node_add_evidence(
     *, node: Node, user, start: int, end: int, expected_version: int | None
 ) -> Span:
+    guard_shared_nodes(node.contract, user)
     with transaction.atomic():
         node = locked_node(node, expected_version)
         start, end = check_span(node.contract, start, end)

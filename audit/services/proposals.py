@@ -169,6 +169,11 @@ def _propose(run: ProposalRun, calls: _CallLog) -> tuple[int, int]:
     if isinstance(proposals, LLMProposals):
         run.model_name = proposals.model
         run.discarded = [d.to_dict() for d in proposals.discarded]
+        if proposals.unreliable:
+            run.notice = (
+                "unreliable: most of the model's quotes were not anchored in the"
+                f" artifact ({proposals.quotes.summary()}); what was proposed is thin"
+            )
     return contract_apply_proposals(contract=contract, user=run.requested_by, proposals=proposals)
 
 

@@ -28,6 +28,7 @@ from matching.formats import observed_from_data
 from matching.input_limits import check_json
 from matching.llm.client import LLMClient, LLMError
 from matching.llm.config import LLMConfig
+from matching.llm.extractor import LLMExtractor
 from matching.llm.judge import judge_invariants
 from matching.overlay import overlay_payload
 from matching.uploads import prepare_input
@@ -64,6 +65,7 @@ def input_hash(
     mode,
     extractor,
     judge_invariants: bool = False,
+    llm: Mapping[str, str] | None = None,
 ):
     canonical = json.dumps(observed, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     # The report is computed from the contract document rebuilt from its rows, so the
@@ -81,6 +83,8 @@ def input_hash(
     ]
     if judge_invariants:  # only then, so the runs stored before keep their hash
         parts.append("judge-invariants")
+    if llm:  # another model or endpoint gives other answers: another run
+        parts.append(f"llm:{llm['model']}@{llm['endpoint']}")
     for part in (*parts, canonical):
         h.update(part.encode("utf-8"))
         h.update(b"\0")
@@ -99,12 +103,15 @@ def run_create(
     extractor: str = ExtractorName.NONE,
     model_name: str = "",
     judge_invariants: bool = False,
+    select: str = "",
 ) -> tuple[Run, bool]:
     """A run of ``contract`` (audited) on one input, queued; ``(run, created)``.
 
     The same inputs give the existing run (``created`` is False), never a duplicate.
     ``judge_invariants``: score the invariants that have no machine check and no score
     in the observed document with the LLM invariant judge (an LLM must be configured).
+    ``select`` (``task_id=…,trial=…``) chooses the trajectory of a τ-bench results file.
+    When an LLM takes part, its model and endpoint are part of the inputs.
     """
     query = _runnable_query(contract, query_key, mode, extractor, judge_invariants)
     try:
@@ -116,13 +123,15 @@ def run_create(
             source_kind=source_kind,
             extractor=extractor,
             mode=mode,
+            select=select or None,
         )
         check_json(prepared.observed, what="the input")  # NUL, unpaired surrogates
         condition(load_contract(contract_document(contract)), query_key)
     except ContractEvalError as exc:
         raise ServiceError(str(exc)) from exc
+    llm = _llm_fingerprint(judge_invariants or prepared.extractor == ExtractorName.LLM)
     digest = input_hash(
-        contract, query_key, prepared.observed, mode, prepared.extractor, judge_invariants
+        contract, query_key, prepared.observed, mode, prepared.extractor, judge_invariants, llm
     )
     existing = Run.objects.filter(input_hash=digest).first()
     if existing is not None:
@@ -142,6 +151,12 @@ def run_create(
         created_by=actor(user),
     )
     return _store_new_run(run)
+
+
+def _llm_fingerprint(uses_llm: bool) -> dict[str, str] | None:
+    """The model and endpoint a run's LLM calls go to (None when it makes none)."""
+    config = llm_config() if uses_llm else None
+    return config.fingerprint() if config is not None and config.configured else None
 
 
 def _store_new_run(run: Run) -> tuple[Run, bool]:
@@ -197,37 +212,66 @@ def _record_run(run: Run) -> None:
 
 
 def _evaluate(run: Run) -> tuple[dict[str, Any], dict[str, Any] | None, list[str]]:
-    """The report, the overlay payload and warnings of ``run`` (engine only, no writes)."""
+    """The report, the overlay payload and warnings of ``run`` (engine only; the LLM's
+    model, usage and quote counts are set on ``run``, which the caller saves)."""
     contract = load_contract(contract_document(run.contract))
     expected = condition(contract, run.query_key)
     observed = observed_from_data(run.observed)
+    client = _run_client(run)
     caught: list[str] = []
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")
-        if run.extractor != ExtractorName.NONE:
-            observed = reextract(observed, run.extractor)
-    caught = [str(w.message) for w in seen]
-    if run.judge_invariants:
-        caught.extend(_judge_unchecked(run, expected, observed))
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            if run.extractor == ExtractorName.LLM and client is not None:
+                observed = _extract_llm(run, observed, client)
+            elif run.extractor != ExtractorName.NONE:
+                observed = reextract(observed, run.extractor)
+        caught = [str(w.message) for w in seen]
+        if run.judge_invariants:
+            caught.extend(_judge_unchecked(run, expected, observed, client))
+    finally:
+        if client is not None:  # every call of the run, the failed attempts' too
+            run.llm_model = client.model
+            run.llm_usage = add_usage(run.llm_usage, client.usage())
     evaluation = evaluate_detailed(expected, observed, mode=run.mode)
     overlay = overlay_payload(evaluation, observed)
     return evaluation.report(), overlay, caught
 
 
-def _judge_unchecked(run: Run, expected, observed) -> list[str]:
+def _run_client(run: Run) -> LLMClient | None:
+    """One client for every LLM call of a run (extractor and invariant judge), so its
+    usage is the run's; None when the run uses no LLM or none is configured."""
+    if run.extractor != ExtractorName.LLM and not run.judge_invariants:
+        return None
+    config = llm_config()
+    return LLMClient(config) if config.configured else None
+
+
+def _extract_llm(run: Run, observed, client: LLMClient):
+    """New nodes from the LLM extractor; its quote counts go to ``run.extraction``."""
+    extractor = LLMExtractor(client=client)
+    try:
+        fresh = extractor(observed.text, kind=observed.kind)
+    finally:
+        run.extraction = {
+            **extractor.report.to_dict(),
+            "summary": extractor.report.summary(),
+            "dropped": [d.to_dict() for d in extractor.dropped[:100]],
+        }
+    # Only the nodes are extracted: output, scores and ids carry over (as reextract).
+    fresh.output, fresh.invariants = observed.output, dict(observed.invariants)
+    fresh.contract, fresh.query = observed.contract, observed.query
+    return fresh
+
+
+def _judge_unchecked(run: Run, expected, observed, client: LLMClient | None) -> list[str]:
     """Score the invariants of G_E without a check and without a score in ``observed``
     with the LLM invariant judge, merged into ``observed.invariants``; records the
-    model, the scores and the usage on ``run``. Returns warnings. An :class:`LLMError`
-    (after the client's retries) propagates."""
-    config = llm_config()
-    if not config.configured:  # the key went away after the run was queued
+    scores on ``run``. Returns warnings. An :class:`LLMError` (after the client's
+    retries) propagates."""
+    if client is None:  # the key went away after the run was queued
         return [NO_LLM_FOR_INVARIANTS]
-    client = LLMClient(config)
-    run.llm_model = config.model
-    try:
-        scores = judge_invariants(client, expected, observed)
-    finally:
-        run.llm_usage = add_usage(run.llm_usage, client.usage())
+    scores = judge_invariants(client, expected, observed)
     observed.invariants.update(scores)
     run.judged_invariants = scores
     return []
@@ -253,7 +297,7 @@ def run_execute(*, run_id: int, final_attempt: bool = True) -> Run:
     except LLMError as exc:
         if exc.transient and not final_attempt:
             run.status, run.error = RunStatus.QUEUED, ""
-            run.save(update_fields=["status", "error", "llm_model", "llm_usage"])
+            run.save(update_fields=["status", "error", "llm_model", "llm_usage", "extraction"])
             raise LLMRetry(exc.reason) from exc
         where = LLMConfig.from_env().describe()
         logger.warning("run %s failed at the LLM endpoint %s: %s", run.pk, where, exc.reason)

@@ -15,7 +15,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from .. import services
 from ..forms import ContractDetailsForm
 from ..permissions import EDIT, REVIEW, VIEW, contract_for
-from ..selectors import contracts as contract_reads
+from ..selectors import team as team_reads
 from ..selectors import workspace as ws
 from .common import error_status, form_errors, workspace_url
 from .workspace import respond
@@ -25,7 +25,7 @@ from .workspace import respond
 @require_GET
 def contract_export(request, pk):
     contract, _ = contract_for(request.user, pk, VIEW)
-    body = json.dumps(contract_reads.contract_document(contract), indent=1, ensure_ascii=False)
+    body = json.dumps(team_reads.export_document(contract), indent=1, ensure_ascii=False)
     response = HttpResponse(body + "\n", content_type="application/json; charset=utf-8")
     filename = f"{contract.key}-v{contract.version}.json"
     response["Content-Disposition"] = f'attachment; filename="{filename}"'

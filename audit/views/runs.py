@@ -93,6 +93,7 @@ def run_create(request, slug):
                     extractor=d["extractor"],
                     model_name=d["model_name"],
                     judge_invariants=bool(d.get("judge_invariants")),
+                    select=d.get("select") or "",
                 )
             except services.ServiceError as exc:
                 error = str(exc)

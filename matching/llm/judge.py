@@ -31,7 +31,9 @@ from ..evaluate import FAMILIES
 from ..formats import Case, Contract, Invariant, Observed
 from ..suite import CaseResult, Suite
 from ..trace import last_agent_message
-from .client import LLMClient, LLMError, data_message
+from .client import LLMClient, LLMError, data_sections
+from .config import LLMConfig
+from .locate import chunks
 
 __all__ = [
     "INVARIANT_PROMPT",
@@ -50,7 +52,8 @@ JUDGES = ("output", "trace", "trace-checklist", "expected")
 
 INVARIANT_PROMPT = """\
 You judge whether an AI agent kept one rule in a {kind}.
-The rule is given first; the agent's {kind} follows as DATA.
+The DATA holds the rule (section RULE), then the agent's {kind} (or one part of a long
+one) and, when there is one, its final output, each section as plain text.
 Score 1 when the agent kept the rule, 0 when it clearly broke it, and a value in
 between only when the evidence is genuinely ambiguous. Judge only this rule, only
 from what the agent itself said or did (not what the user or a tool said).
@@ -74,6 +77,9 @@ not clean, name the one failure family that best describes the problem:
 - wrong_branch: the agent took the branch of a decision that does not apply;
 - invariant_violation: a rule that must always hold was broken;
 - output_contract: the final output does not have the required form.
+The DATA has one plain-text section per item (INSTRUCTIONS, REQUEST, FINAL RESPONSE,
+then TRACE or RESPONSE, CHECKLIST or EXPECTED GRAPH as given). A long trace comes in
+parts, each judged on its own: in a part, report only what that part shows.
 Answer with clean (true or false), family (one of the six names, or null when clean)
 and a short rationale."""
 
@@ -144,21 +150,42 @@ class InvariantScore:
 
 
 def judge_invariant(client: LLMClient, invariant: Invariant, observed: Observed) -> InvariantScore:
-    """Score one invariant against an observed document's source text (and output)."""
+    """Score one invariant against an observed document's source text (and output).
+
+    A text longer than ``chunk_chars`` is judged in overlapping parts; the rule is
+    kept only if it is kept in every part, so the lowest score wins.
+    """
     rule = invariant.label + (f" — {invariant.description}" if invariant.description else "")
-    material = observed.text
-    if observed.output is not None:
-        material += f"\n\nFinal output:\n{observed.output}"
-    data = client.complete_json(
-        purpose="judge-invariant",
-        system=INVARIANT_PROMPT.format(kind=observed.kind),
-        user=f"Rule: {json.dumps(rule, ensure_ascii=False)}\n\n"
-        + data_message(material, observed.kind),
-        schema_name="invariant_score",
-        schema=INVARIANT_SCHEMA,
-        check=_check_score,
-    )
-    return InvariantScore(float(data["score"]), data["rationale"])
+    worst: InvariantScore | None = None
+    for where, part in _parts(client, observed.text):
+        sections = [("RULE", rule), (f"{observed.kind.upper()}{where}", part)]
+        if observed.output is not None:
+            sections.append(("FINAL OUTPUT", observed.output))
+        data = client.complete_json(
+            purpose="judge-invariant",
+            system=INVARIANT_PROMPT.format(kind=observed.kind),
+            user=data_sections(sections, f"rule and the agent's {observed.kind}"),
+            schema_name="invariant_score",
+            schema=INVARIANT_SCHEMA,
+            check=_check_score,
+        )
+        score = InvariantScore(float(data["score"]), data["rationale"])
+        if worst is None or score.score < worst.score:
+            worst = score
+    assert worst is not None  # _parts yields at least one part
+    return worst
+
+
+def _parts(client: LLMClient, text: str) -> list[tuple[str, str]]:
+    """``(" (part i of n)", piece)`` of a long text, or ``("", text)``."""
+    # Callers may wrap the client (to watch its answers): only complete_json is certain.
+    config = getattr(client, "config", None)
+    size = max(200, getattr(config, "chunk_chars", LLMConfig.chunk_chars))
+    pieces = chunks(text, size=size, overlap=size // 8)
+    if len(pieces) == 1:
+        return [("", text)]
+    n = len(pieces)
+    return [(f" (PART {i + 1} OF {n})", text[p.start : p.end]) for i, p in enumerate(pieces)]
 
 
 def judge_invariants(client: LLMClient, expected: Expected, observed: Observed) -> dict[str, float]:
@@ -193,11 +220,25 @@ def final_response(observed: Observed) -> str:
 
 
 def checklist(expected: Expected) -> list[str]:
-    """The labels of the expected obligations and rules, nothing else."""
+    """The labels of the expected obligations and rules, nothing else: the children of
+    an any-of node are one item, marked as alternatives; optional steps say so."""
     c = expected.contract
-    labels = [c.by_id[n].label for n in expected.nodes]
+    active = set(expected.nodes)
+    required = set(expected.required)
+    items: list[str] = []
+    grouped: set[str] = set()
+    for n in expected.nodes:
+        parent = c.by_id[n].parent
+        if parent in active and c.by_id[parent].combine == "any":
+            if parent not in grouped:
+                grouped.add(parent)
+                alts = [c.by_id[k].label for k in c.children[parent] if k in active]
+                items.append("One of these alternatives (any one suffices): " + " | ".join(alts))
+            continue
+        optional = n not in required and c.by_id[n].type != "branch_condition"
+        items.append(c.by_id[n].label + (" (optional)" if optional else ""))
     rules = {i.id: i.label for i in c.invariants}
-    return labels + [f"Rule: {rules[i]}" for i in expected.invariants]
+    return items + [f"Rule: {rules[i]}" for i in expected.invariants]
 
 
 def serialise_expected(expected: Expected) -> dict[str, Any]:
@@ -228,31 +269,61 @@ def serialise_expected(expected: Expected) -> dict[str, Any]:
 def judge_case(
     client: LLMClient, kind: str, contract: Contract, expected: Expected, observed: Observed
 ) -> Verdict:
-    """One judge's verdict on one execution."""
+    """One judge's verdict on one execution.
+
+    The material goes as plain-text sections of one data block. A trace longer than
+    ``chunk_chars`` is judged in parts and the verdicts combined (:func:`combine`).
+    """
     if kind not in JUDGES:
         raise ValueError(f"unknown judge {kind!r}: expected one of {JUDGES}")
-    parts = {
-        "instructions": contract.text,
-        "request": expected.query.text,
-        "final_response": final_response(observed),
-    }
-    if kind != "output":
-        parts["trace" if observed.kind == "trace" else "response"] = observed.text
+    head = [
+        ("INSTRUCTIONS", contract.text),
+        ("REQUEST", expected.query.text),
+        ("FINAL RESPONSE", final_response(observed)),
+    ]
+    tail = []
     if kind == "trace-checklist":
-        parts["checklist"] = "\n".join(f"- {x}" for x in checklist(expected))
+        tail.append(("CHECKLIST", "\n".join(f"- {x}" for x in checklist(expected))))
     if kind == "expected":
-        parts["expected_graph"] = json.dumps(serialise_expected(expected), ensure_ascii=False)
-    # One JSON object as the data block: every field is data, including the instructions.
-    material = json.dumps(parts, ensure_ascii=False, indent=1)
-    data = client.complete_json(
-        purpose=f"judge-{kind}",
-        system=JUDGE_PROMPT.format(material=_MATERIAL[kind]),
-        user=data_message(material, "execution to audit (a JSON object)"),
-        schema_name="judge_verdict",
-        schema=VERDICT_SCHEMA,
-        check=_check_verdict,
-    )
-    return Verdict.of(data)
+        graph = json.dumps(serialise_expected(expected), ensure_ascii=False, indent=1)
+        tail.append(("EXPECTED GRAPH", graph))
+    parts = [("", "")] if kind == "output" else _parts(client, observed.text)
+    verdicts = []
+    for where, piece in parts:
+        body = [] if kind == "output" else [(f"{observed.kind.upper()}{where}", piece)]
+        data = client.complete_json(
+            purpose=f"judge-{kind}",
+            system=JUDGE_PROMPT.format(material=_MATERIAL[kind]),
+            user=data_sections(head + body + tail, "execution to audit"),
+            schema_name="judge_verdict",
+            schema=VERDICT_SCHEMA,
+            check=_check_verdict,
+        )
+        verdicts.append(Verdict.of(data))
+    return combine(verdicts)
+
+
+def combine(verdicts: list[Verdict]) -> Verdict:
+    """One verdict from the verdicts of a trace's parts.
+
+    A failure a part shows (wrong order, extra action, wrong branch, broken rule, bad
+    output) is a failure of the whole. An omission is one only when *every* part
+    reports it: a step missing from one part may well be in another.
+
+    >>> ok, miss = Verdict(True, None, "fine"), Verdict(False, "omission", "no lookup")
+    >>> combine([ok, miss]).clean, combine([miss, miss]).family
+    (True, 'omission')
+    >>> combine([ok, Verdict(False, "ordering", "refund before lookup")]).family
+    'ordering'
+    """
+    if len(verdicts) == 1:
+        return verdicts[0]
+    for v in verdicts:
+        if not v.clean and v.family != "omission":
+            return v
+    if all(not v.clean for v in verdicts):
+        return verdicts[0]
+    return Verdict(True, None, "; ".join(v.rationale for v in verdicts if v.clean))
 
 
 def judge_suite(

@@ -45,9 +45,10 @@ from typing import Any
 from ..extractors import FallbackWarning
 from ..formats import NODE_TYPES
 from ..propose import ProposalNote, Proposals, propose_heuristic, suggest_id
-from .client import LLMClient, LLMError, data_message
+from .anchor import MIN_ARTIFACT_WORDS, Index, Miss, QuoteReport
+from .client import LLMClient, LLMError, data_message, data_sections
 from .config import LLMConfig
-from .locate import chunks, locate
+from .locate import chunks
 
 __all__ = [
     "PROPOSER_PROMPT",
@@ -158,8 +159,10 @@ class Discarded:
     what: str  # "node", "invariant", "edge" or "parent"
     label: str
     reason: str
+    kind: str = ""  # for quotes: a key of matching.llm.anchor.MISS_WORDS
 
     def to_dict(self) -> dict[str, str]:
+        # The kind stays out: the reason says it in words, and stored runs keep one shape.
         return {"what": self.what, "label": self.label, "reason": self.reason}
 
 
@@ -170,6 +173,12 @@ class LLMProposals(Proposals):
     model: str = ""
     discarded: list[Discarded] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
+    quotes: QuoteReport = field(default_factory=QuoteReport)
+
+    @property
+    def unreliable(self) -> bool:
+        """Most of the model's quotes were discarded (see :attr:`quotes`)."""
+        return self.quotes.unreliable
 
 
 def _check_answer(data: Any) -> str | None:
@@ -198,6 +207,8 @@ class _Merger:
         self.by_id: dict[str, dict[str, Any]] = {}
         self.span_owner: dict[tuple[int, int], str] = {}
         self.label_owner: dict[str, str] = {}
+        self.chunk = Index(text, min_words=MIN_ARTIFACT_WORDS)
+        self._whole: Index | None = None
 
     def fresh_id(self, label: str) -> str:
         base = suggest_id(label)
@@ -206,52 +217,72 @@ class _Merger:
             candidate, n = f"{base}_{n}", n + 1
         return candidate
 
-    def discard(self, what: str, label: str, reason: str) -> None:
-        self.out.discarded.append(Discarded(what, label, reason))
+    def discard(self, what: str, label: str, reason: str, kind: str = "") -> None:
+        self.out.discarded.append(Discarded(what, label, reason, kind))
 
-    def find(self, quote: str, lo: int, hi: int) -> tuple[int, int] | None:
-        # The chunk first (the model saw it), then the whole text: a quote from the
-        # overlap may sit just outside the window after a whitespace-normalised match.
-        return locate(self.text, quote, lo, hi) or locate(self.text, quote)
+    def find(self, what: str, label: str, quote: str) -> tuple[int, int] | None:
+        """The quote's span (the chunk first: the model saw it; then the whole text, as
+        a quote from the overlap may sit just outside the window), or None, reported."""
+        found = self.chunk.anchor(quote)
+        if isinstance(found, Miss) and found.kind == "not_found":
+            if self._whole is None:
+                self._whole = Index(self.text, min_words=MIN_ARTIFACT_WORDS)
+            found = self._whole.anchor(quote)
+        if isinstance(found, Miss):
+            self.out.quotes.miss(found)
+            reason = found.reason.replace("the source text", "the artifact")
+            self.discard(what, label, reason, found.kind)
+            return None
+        self.out.quotes.kept()
+        return found
 
     def add(self, answer: dict[str, Any], lo: int, hi: int) -> None:
+        """Merge one chunk's answer (the chunk is ``text[lo:hi]``)."""
         keymap: dict[str, str] = {}  # the model's keys -> our ids
-        parents: list[tuple[str, str | None, str]] = []
-        for item in answer["nodes"]:
-            label = item["label"].strip() or item["quote"].strip()[:90]
-            found = self.find(item["quote"], lo, hi)
-            if found is None:
-                self.discard("node", label, f"quote not found in the artifact: {item['quote']!r}")
-                continue
-            same = self.span_owner.get(found) or self.label_owner.get(_norm_label(label))
-            if same is not None:
-                keymap[item["key"]] = same  # a repeat (chunk overlap): merge, keep the best
-                note = self.out.notes[same]
-                if item["score"] > note.score:
-                    self.out.notes[same] = ProposalNote(float(item["score"]), note.justification)
-                continue
-            node_id = self.fresh_id(label)
-            keymap[item["key"]] = node_id
-            node = {
-                "id": node_id,
-                "type": item["type"],
-                "label": label,
-                "description": item["description"].strip(),
-                "required": bool(item["required"]),
-                "explicit": False,
-                "combine": "all",
-                "parent": None,
-                "evidence": [self._span(found)],
-                "meta": {},
-            }
-            self.out.nodes.append(node)
-            self.by_id[node_id] = node
-            self.span_owner[found] = node_id
-            self.label_owner[_norm_label(label)] = node_id
-            self.out.notes[node_id] = ProposalNote(
-                float(item["score"]), item["justification"].strip()
-            )
-            parents.append((node_id, item["parent"], label))
+        self.chunk = Index(self.text, lo, hi, min_words=MIN_ARTIFACT_WORDS)
+        parents = [p for item in answer["nodes"] if (p := self._node(item, keymap))]
+        self._parents(parents, keymap)
+        for item in answer["invariants"]:
+            self._invariant(item)
+        self._edges(answer["edges"], keymap)
+
+    def _node(
+        self, item: dict[str, Any], keymap: dict[str, str]
+    ) -> tuple[str, str | None, str] | None:
+        """Keep (or merge) one proposed node; ``(id, parent ref, label)`` when new."""
+        label = item["label"].strip() or item["quote"].strip()[:90]
+        found = self.find("node", label, item["quote"])
+        if found is None:
+            return None
+        same = self.span_owner.get(found) or self.label_owner.get(_norm_label(label))
+        if same is not None:
+            keymap[item["key"]] = same  # a repeat (chunk overlap): merge, keep the best
+            note = self.out.notes[same]
+            if item["score"] > note.score:
+                self.out.notes[same] = ProposalNote(float(item["score"]), note.justification)
+            return None
+        node_id = self.fresh_id(label)
+        keymap[item["key"]] = node_id
+        node = {
+            "id": node_id,
+            "type": item["type"],
+            "label": label,
+            "description": item["description"].strip(),
+            "required": bool(item["required"]),
+            "explicit": False,
+            "combine": "all",
+            "parent": None,
+            "evidence": [self._span(found)],
+            "meta": {},
+        }
+        self.out.nodes.append(node)
+        self.by_id[node_id] = node
+        self.span_owner[found] = node_id
+        self.label_owner[_norm_label(label)] = node_id
+        self.out.notes[node_id] = ProposalNote(float(item["score"]), item["justification"].strip())
+        return node_id, item["parent"], label
+
+    def _parents(self, parents: list[tuple[str, str | None, str]], keymap: dict[str, str]) -> None:
         for node_id, parent_ref, label in parents:
             if parent_ref is None:
                 continue
@@ -262,33 +293,31 @@ class _Merger:
                 self.discard("parent", label, f"parent {parent_ref!r} would make a cycle")
             else:
                 self.by_id[node_id]["parent"] = parent
-        for item in answer["invariants"]:
-            label = item["label"].strip() or item["quote"].strip()[:90]
-            found = self.find(item["quote"], lo, hi)
-            if found is None:
-                self.discard(
-                    "invariant", label, f"quote not found in the artifact: {item['quote']!r}"
-                )
-                continue
-            span = self._span(found)
-            if any(inv["evidence"][0] == span for inv in self.out.invariants) or any(
-                _norm_label(inv["label"]) == _norm_label(label) for inv in self.out.invariants
-            ):
-                continue
-            inv_id = self.fresh_id(label)
-            self.out.invariants.append(
-                {
-                    "id": inv_id,
-                    "label": label,
-                    "description": item["description"].strip(),
-                    "evidence": [span],
-                    "applies_to": [],
-                }
-            )
-            self.out.notes[inv_id] = ProposalNote(
-                float(item["score"]), item["justification"].strip()
-            )
-        for e in answer["edges"]:
+
+    def _invariant(self, item: dict[str, Any]) -> None:
+        label = item["label"].strip() or item["quote"].strip()[:90]
+        found = self.find("invariant", label, item["quote"])
+        if found is None:
+            return
+        span = self._span(found)
+        if any(inv["evidence"][0] == span for inv in self.out.invariants) or any(
+            _norm_label(inv["label"]) == _norm_label(label) for inv in self.out.invariants
+        ):
+            return
+        inv_id = self.fresh_id(label)
+        self.out.invariants.append(
+            {
+                "id": inv_id,
+                "label": label,
+                "description": item["description"].strip(),
+                "evidence": [span],
+                "applies_to": [],
+            }
+        )
+        self.out.notes[inv_id] = ProposalNote(float(item["score"]), item["justification"].strip())
+
+    def _edges(self, edges: list[dict[str, Any]], keymap: dict[str, str]) -> None:
+        for e in edges:
             source = self._resolve(e["source"], keymap)
             target = self._resolve(e["target"], keymap)
             name = f"{e['source']} -{e['kind']}-> {e['target']}"
@@ -347,15 +376,22 @@ def propose_llm(
     first_call = len(client.calls)
     for i, piece in enumerate(pieces):
         where = "the whole artifact" if len(pieces) == 1 else f"part {i + 1} of {len(pieces)}"
-        context = ""
+        artifact = f"instruction artifact ({where})"
         if merger.out.nodes:
-            context = (
-                "Already proposed from earlier parts (refer to them by id as parent or edge"
-                f" endpoint; do not propose them again):\n{merger.known()}\n\n"
+            # The kept nodes are data too: inside the block, before the artifact part.
+            user = data_sections(
+                [
+                    (
+                        "ALREADY PROPOSED",
+                        "Already proposed from earlier parts (refer to them by id as parent"
+                        f" or edge endpoint; do not propose them again):\n{merger.known()}",
+                    ),
+                    (artifact.upper(), text[piece.start : piece.end]),
+                ],
+                f"{artifact} with the nodes already proposed",
             )
-        user = context + data_message(
-            text[piece.start : piece.end], f"instruction artifact ({where})"
-        )
+        else:
+            user = data_message(text[piece.start : piece.end], artifact)
         answer = client.complete_json(
             purpose="propose",
             system=PROPOSER_PROMPT,

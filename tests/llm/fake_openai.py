@@ -3,6 +3,13 @@
 Every ``POST /v1/chat/completions`` pops the next scripted :class:`Reply` (status,
 body, delay) and records the request body, so tests drive the real ``openai`` client
 over real HTTP and then inspect exactly what was sent.
+
+:meth:`FakeOpenAI.switch` makes it misbehave the way real endpoints do (:data:`MODES`):
+a content mode (``malformed``, ``fenced``, ``missing_fields``) rewrites the next
+scripted answer; the others answer in their own way without using the script
+(``rate_limited`` is a 429 with ``Retry-After``, ``stall`` answers after
+``stall_seconds``, ``html`` is a login page with status 200, ``huge`` a 3 MB answer,
+``no_json_schema`` a 400 to any request asking for ``json_schema``).
 """
 
 from __future__ import annotations
@@ -11,9 +18,24 @@ import json
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+MODES = (
+    "good",
+    "malformed",
+    "fenced",
+    "missing_fields",
+    "rate_limited",
+    "server_error",
+    "stall",
+    "html",
+    "refusal",
+    "huge",
+    "no_json_schema",
+)
+HTML_PAGE = "<!DOCTYPE html><html><head><title>Sign in</title></head><body>Log in</body></html>"
 
 
 @dataclass
@@ -21,6 +43,8 @@ class Reply:
     status: int
     body: Any  # a dict is sent as JSON, a str as is
     delay: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+    content_type: str = "application/json"
 
 
 def completion(content: Any, *, prompt_tokens: int = 11, completion_tokens: int = 7) -> Reply:
@@ -50,8 +74,39 @@ def completion(content: Any, *, prompt_tokens: int = 11, completion_tokens: int 
     )
 
 
-def error(status: int, message: str = "scripted error") -> Reply:
-    return Reply(status, {"error": {"message": message, "type": "test", "code": None}})
+def error(status: int, message: str = "scripted error", **headers: str) -> Reply:
+    return Reply(
+        status,
+        {"error": {"message": message, "type": "test", "code": None}},
+        headers={k.replace("_", "-"): v for k, v in headers.items()},
+    )
+
+
+def refusal(text: str = "I can't help with that request.") -> Reply:
+    reply = completion("")
+    reply.body["choices"][0]["message"].update(content=None, refusal=text)
+    return reply
+
+
+def _rewrite(reply: Reply, mode: str) -> Reply:
+    """A scripted good answer, spoilt the way ``mode`` says."""
+    if mode == "good" or reply.status != 200 or not isinstance(reply.body, dict):
+        return reply
+    message = reply.body["choices"][0]["message"]
+    if message.get("content") is None:
+        return reply
+    content = message["content"]
+    if mode == "fenced":
+        content = f"Here is the JSON you asked for:\n```json\n{content}\n```\n"
+    elif mode == "malformed":
+        content = content[: max(1, len(content) // 2)] + " ... }"
+    elif mode == "missing_fields":
+        data = json.loads(content)
+        data.pop(next(iter(data)))
+        content = json.dumps(data)
+    body = json.loads(json.dumps(reply.body))
+    body["choices"][0]["message"]["content"] = content
+    return Reply(reply.status, body, reply.delay)
 
 
 class FakeOpenAI:
@@ -59,6 +114,9 @@ class FakeOpenAI:
         self.script: deque[Reply] = deque()
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
+        self.modes: deque[list[Any]] = deque()  # [mode, requests left or None]
+        self.retry_after = "1"
+        self.stall_seconds = 5.0
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -71,17 +129,17 @@ class FakeOpenAI:
                 fake.requests.append(json.loads(raw or b"{}"))
                 if self.path != "/v1/chat/completions":
                     reply = error(404, f"no route {self.path}")
-                elif fake.script:
-                    reply = fake.script.popleft()
                 else:
-                    reply = error(500, "the test script has no reply left")
+                    reply = fake.reply(fake.requests[-1])
                 time.sleep(reply.delay)
                 body = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
                 data = body.encode()
                 try:
                     self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", reply.content_type)
                     self.send_header("Content-Length", str(len(data)))
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
                     self.end_headers()
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
@@ -100,6 +158,47 @@ class FakeOpenAI:
 
     def push(self, *replies: Reply) -> None:
         self.script.extend(replies)
+
+    def switch(self, mode: str, times: int | None = None) -> FakeOpenAI:
+        """Misbehave as ``mode`` for the next ``times`` requests (None: until switched
+        again); calls queue up, so ``switch("rate_limited", 1)`` then good answers."""
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}")
+        if times is None:
+            self.modes.clear()
+        self.modes.append([mode, times])
+        return self
+
+    def _mode(self) -> str:
+        while self.modes and self.modes[0][1] == 0:
+            self.modes.popleft()
+        if not self.modes:
+            return "good"
+        entry = self.modes[0]
+        if entry[1] is not None:
+            entry[1] -= 1
+        return str(entry[0])
+
+    def _next(self) -> Reply:
+        return self.script.popleft() if self.script else error(500, "the script is empty")
+
+    def reply(self, request: dict[str, Any]) -> Reply:
+        """The answer to one request, by the current mode."""
+        mode = self._mode()
+        asked = (request.get("response_format") or {}).get("type")
+        special = {
+            "rate_limited": lambda: error(429, "Rate limit reached", retry_after=self.retry_after),
+            "server_error": lambda: error(500, "internal error"),
+            "stall": lambda: Reply(200, completion({}).body, delay=self.stall_seconds),
+            "html": lambda: Reply(200, HTML_PAGE, content_type="text/html; charset=utf-8"),
+            "refusal": lambda: refusal(),
+            "huge": lambda: completion('{"nodes": ["' + "x" * 3_000_000 + '"]}'),
+        }
+        if mode in special:
+            return special[mode]()
+        if mode == "no_json_schema" and asked == "json_schema":
+            return error(400, "response_format type 'json_schema' is not supported by this model")
+        return _rewrite(self._next(), mode)
 
     def start(self) -> FakeOpenAI:
         self.thread.start()
@@ -128,6 +227,11 @@ ENV_NAMES = (
     "CONTRACTEVAL_LLM_MAX_RETRIES",
     "CONTRACTEVAL_LLM_BACKOFF",
     "CONTRACTEVAL_LLM_CHUNK_CHARS",
+    "CONTRACTEVAL_LLM_DEADLINE",
+    "CONTRACTEVAL_LLM_SEED",
+    "CONTRACTEVAL_LLM_MAX_TOKENS",
+    "CONTRACTEVAL_LLM_MAX_ANSWER_CHARS",
+    "CONTRACTEVAL_LLM_RESPONSE_FORMAT",
 )
 TEST_KEY = "sk-test-never-shown"
 

@@ -118,23 +118,35 @@ def test_judge_inputs_per_kind(server: FakeOpenAI, client: LLMClient, kind: str)
     v = judge_case(client, kind, c, e, case.observed)
     assert (v.clean, v.family, v.verdict) == (True, None, "clean")
     assert server.requests[0]["response_format"]["json_schema"]["schema"] == VERDICT_SCHEMA
-    user = server.user_messages()[0]
-    body = json.loads(
-        user[user.index("\n", user.index("BEGIN DATA")) + 1 : user.rindex("\nEND DATA")]
-    )
-    assert body["instructions"] == c.text and body["request"] == e.query.text
-    assert body["final_response"].startswith("Your refund of $59.00")
-    assert body["final_response"].endswith(case.observed.output or "")
-    assert ("trace" in body) == (kind != "output")
-    assert ("checklist" in body) == (kind == "trace-checklist")
-    assert ("expected_graph" in body) == (kind == "expected")
+    body = sections(server.user_messages()[0])
+    # Plain text, not an escaped JSON string: the artifact's lines are lines.
+    assert body["INSTRUCTIONS"] == c.text and body["REQUEST"] == e.query.text
+    assert body["FINAL RESPONSE"].startswith("Your refund of $59.00")
+    assert body["FINAL RESPONSE"].endswith(case.observed.output or "")
+    assert ("TRACE" in body) == (kind != "output")
+    if kind != "output":
+        assert body["TRACE"].rstrip("\n") == case.observed.text.rstrip("\n")
+    assert ("CHECKLIST" in body) == (kind == "trace-checklist")
+    assert ("EXPECTED GRAPH" in body) == (kind == "expected")
     if kind == "trace-checklist":
-        assert "- Verify the purchase belongs to the customer" in body["checklist"]
-        assert "verify_owner" not in body["checklist"]  # labels only
+        assert "- Verify the purchase belongs to the customer" in body["CHECKLIST"]
+        assert "verify_owner" not in body["CHECKLIST"]  # labels only
     if kind == "expected":
-        graph = json.loads(body["expected_graph"])
+        graph = json.loads(body["EXPECTED GRAPH"])
         assert graph["decisions"] == {"check_window": "within_window"}
         assert [n["id"] for n in graph["nodes"]] == e.nodes
+
+
+def sections(user: str) -> dict[str, str]:
+    """The named sections of a data block (``### NAME <tag>`` lines)."""
+    begin = user.index("BEGIN DATA ")
+    tag = user[begin:].split("\n", 1)[0].removeprefix("BEGIN DATA ")
+    block = user[user.index("\n", begin) + 1 : user.rindex(f"\nEND DATA {tag}")]
+    out: dict[str, str] = {}
+    for chunk in block.split("### ")[1:]:
+        head, _, text = chunk.partition("\n")
+        out[head.removesuffix(f" {tag}")] = text.removesuffix("\n")
+    return out
 
 
 def test_verdict_parsing_and_repairs(server: FakeOpenAI, client: LLMClient):

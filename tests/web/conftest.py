@@ -147,3 +147,30 @@ def _fresh_cache():
     cache.clear()
     yield
     cache.clear()
+
+
+# ---------------------------------------------------------------- team annotation
+
+
+@pytest.fixture
+def team(project, users, contract, django_user_model):
+    """Two assigned annotators and a curator on a double-annotated contract whose nodes
+    are all proposed."""
+    from audit import services
+    from audit.models import Membership, Node
+
+    ann = {}
+    for name in ("ann1", "ann2"):
+        ann[name] = django_user_model.objects.create_user(username=name, password="pw-team-1")
+        Membership.objects.create(project=project, user=ann[name], role="annotator")
+    Node.objects.filter(contract=contract).update(review_status="proposed")
+    admin = users["admin"]
+    for name in ann:
+        services.assignment_create(
+            project=project, contract=contract, user=ann[name], by=admin, role="annotator"
+        )
+    services.assignment_create(
+        project=project, contract=contract, user=users["reviewer"], by=admin, role="reviewer"
+    )
+    services.double_annotation_set(contract=contract, by=admin, enabled=True)
+    return {"contract": contract, "curator": users["reviewer"], **ann}

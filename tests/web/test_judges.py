@@ -114,7 +114,7 @@ def test_a_judge_batch_stores_scores_without_localisation_and_the_usage(
     assert len(batch.verdicts) == N_CASES and batch.verdicts[0]["rationale"] == "scripted"
     # the trace-aware judge sees the trace, not the expected graph
     sent = llm_env.user_messages(0)[0]
-    assert '"trace"' in sent and '"expected_graph"' not in sent
+    assert "### TRACE " in sent and "### EXPECTED GRAPH " not in sent
     page = login("reviewer").get(f"/b/{batch.pk}/").content.decode()
     assert 'data-testid="family-table"' in page
     assert 'data-testid="batch-llm-usage"' in page and "4 calls" in page
@@ -171,7 +171,7 @@ def test_a_transient_failure_retries_the_batch(llm_env, start_batch, truth):
     assert (batch.status, batch.attempts) == ("done", 2)
     assert batch.scores["detection_accuracy"] == 1.0
     assert batch.llm_usage["calls"] == 6 + N_CASES
-    assert "checklist" in llm_env.user_messages(-1)[0]
+    assert "### CHECKLIST " in llm_env.user_messages(-1)[0]
 
 
 def test_unknown_evaluators_are_rejected(llm_env, project, users):
@@ -287,7 +287,7 @@ def test_the_api_runs_a_judge_batch_and_validates_the_evaluator(
     assert got["status"] == "done" and got["judge"] == "expected"
     assert got["llm_model"] == "fake-model" and got["llm_usage"]["calls"] == N_CASES
     assert got["scores"]["localization"] is None
-    assert '"expected_graph"' in llm_env.user_messages(0)[0]
+    assert "### EXPECTED GRAPH " in llm_env.user_messages(0)[0]
     bad = api("reviewer").post(
         "/api/batches/", {"project": "tests", "evaluator": "judge-vibes"}, format="json"
     )

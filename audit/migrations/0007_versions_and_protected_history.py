@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("audit", "0004_judges_and_invariant_judging"),
+        ("audit", "0006_merge_team_annotation_and_import_formats"),
     ]
 
     operations = [

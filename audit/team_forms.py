@@ -1,0 +1,85 @@
+"""Forms of team work: they parse and check input; the services decide what may change."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from .models import AssignmentRole, Combine, CommentTarget, DecisionAction, NodeType
+
+
+class AssignmentForm(forms.Form):
+    username = forms.CharField(max_length=150, label="Member")
+    role = forms.ChoiceField(choices=AssignmentRole.choices)
+    whole_project = forms.BooleanField(required=False, label="the whole project")
+
+
+class DoubleAnnotationForm(forms.Form):
+    enabled = forms.BooleanField(required=False, label="Needs independent audits")
+    annotators_needed = forms.IntegerField(min_value=2, max_value=10, initial=2)
+
+
+class DecisionForm(forms.Form):
+    """One decision; for an edit, the fields that change (blank = unchanged)."""
+
+    action = forms.ChoiceField(choices=DecisionAction.choices)
+    type = forms.ChoiceField(choices=[("", "(unchanged)"), *NodeType.choices], required=False)
+    label = forms.CharField(max_length=500, required=False)
+    required = forms.ChoiceField(
+        choices=[("", "(unchanged)"), ("yes", "required"), ("no", "optional")], required=False
+    )
+    combine = forms.ChoiceField(choices=[("", "(unchanged)"), *Combine.choices], required=False)
+    evidence_start = forms.IntegerField(min_value=0, required=False)
+    evidence_end = forms.IntegerField(min_value=1, required=False)
+    expected_version = forms.IntegerField(min_value=1, required=False)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        fields: dict[str, Any] = {}
+        for key in ("type", "label", "combine"):
+            if data.get(key):
+                fields[key] = data[key]
+        if data.get("required"):
+            fields["required"] = data["required"] == "yes"
+        start, end = data.get("evidence_start"), data.get("evidence_end")
+        if (start is None) != (end is None):
+            raise forms.ValidationError("evidence: give both the start and the end")
+        if start is not None:
+            fields["evidence"] = [[start, end]]
+        if data.get("action") == DecisionAction.EDIT and not fields:
+            raise forms.ValidationError("an edit changes at least one field")
+        data["fields"] = fields
+        return data
+
+
+class CurationForm(DecisionForm):
+    """Pick an annotator's version, or decide as the curator (a DecisionForm)."""
+
+    pick = forms.CharField(max_length=150, required=False)
+    action = forms.ChoiceField(choices=[("", "(pick)"), *DecisionAction.choices], required=False)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if not data.get("pick") and not data.get("action"):
+            raise forms.ValidationError("pick an annotator's version or decide yourself")
+        return data
+
+
+class CommentForm(forms.Form):
+    """``about`` is ``contract`` or ``<target>:<pk>`` (``node:12``, ``run:3`` ...)."""
+
+    about = forms.CharField(max_length=40, initial=CommentTarget.CONTRACT)
+    body = forms.CharField(max_length=5000, widget=forms.Textarea(attrs={"rows": 3}))
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        target, _, pk = (data.get("about") or "contract").partition(":")
+        if target not in CommentTarget.values or (target != "contract") != pk.isdigit():
+            raise forms.ValidationError("about: the contract, or one of its parts")
+        data["target"], data["target_id"] = target, int(pk) if pk else None
+        return data
+
+
+class ResolveForm(forms.Form):
+    resolved = forms.BooleanField(required=False)

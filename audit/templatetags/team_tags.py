@@ -1,0 +1,29 @@
+"""Team work on existing pages: "my queue" and per-contract progress."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+
+from ..selectors import team as team_reads
+
+register = template.Library()
+
+
+@register.inclusion_tag("audit/team/_queue.html", takes_context=True)
+def my_queue(context: dict[str, Any], project: Any = None) -> dict[str, Any]:
+    """The signed-in user's assigned contracts (of ``project`` only, when given)."""
+    user = context["request"].user
+    return {"items": team_reads.my_queue(user, project), "request": context["request"]}
+
+
+@register.simple_tag
+def progress_of(contracts: list[Any]) -> dict[int, Any]:
+    """Contract pk -> :class:`~audit.selectors.team.Progress` for a listing."""
+    return team_reads.progress_by_contract(list(contracts))
+
+
+@register.filter
+def get_item(mapping: dict[Any, Any], key: Any) -> Any:
+    return mapping.get(key)
