@@ -5,6 +5,7 @@
 - :class:`RequestGuardMiddleware`: a NUL character in a query parameter is a 400
   naming the parameter (PostgreSQL cannot compare with one); a database that stayed
   locked is a 503 asking to try again, not a 500.
+- :func:`not_found`: the ``handler404``; an unknown API URL answers in JSON.
 - :func:`bad_request`: the ``handler400`` that turns Django's bare "Bad Request" for
   an oversized body into a 413 naming the limit.
 """
@@ -95,6 +96,14 @@ class RequestGuardMiddleware:
             response["Retry-After"] = "2"
             return response
         return None
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """``handler404``: an API URL that matches no route answers in JSON, as every other
+    API error does (a page for everything else)."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "no such object"}, status=404)
+    return defaults.page_not_found(request, exception)
 
 
 def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:

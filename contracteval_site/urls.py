@@ -13,3 +13,4 @@ urlpatterns = [
 
 # an oversized request gets a 413 naming the limit instead of a bare "Bad Request"
 handler400 = "audit.guards.bad_request"
+handler404 = "audit.guards.not_found"

@@ -29,7 +29,7 @@ import fastjsonschema
 import jsonschema
 
 from .errors import ContractEvalError, json_path
-from .input_limits import MAX_DEPTH, check_json
+from .input_limits import check_depth, too_deep
 from .model import (
     CASE,
     CONTRACT,
@@ -200,17 +200,10 @@ def load_json(src: Source, *, file: str | None = None) -> tuple[Any, str | None]
         except UnicodeDecodeError:
             raise ContractEvalError("not UTF-8 text", file=file, rule="json") from None
         except RecursionError:
-            raise ContractEvalError(
-                f"nested deeper than {MAX_DEPTH} levels", file=file, rule="depth"
-            ) from None
+            raise too_deep(file) from None
     else:
         data = src
-    try:
-        # schema checks recurse per level: a deep document must stop here
-        check_json(data, what="the document", strings=False)
-    except ContractEvalError as exc:
-        raise exc.with_file(file) from None
-    return data, file
+    return check_depth(data, file=file), file  # schema checks recurse per level
 
 
 def _document(

@@ -146,6 +146,24 @@ def check_json(value: Any, *, what: str, max_depth: int = MAX_DEPTH, strings: bo
     return value
 
 
+def too_deep(file: str | None = None) -> ContractEvalError:
+    """The error of a document deeper than Python's parser goes."""
+    return ContractEvalError(f"nested deeper than {MAX_DEPTH} levels", file=file, rule="depth")
+
+
+def check_depth(data: Any, *, file: str | None = None) -> Any:
+    """``data`` unless it is nested deeper than :data:`MAX_DEPTH` (strings unchecked);
+    the error names ``file``.
+
+    >>> check_depth({"a": [1]}, file="c.json")
+    {'a': [1]}
+    """
+    try:
+        return check_json(data, what="the document", strings=False)
+    except InputRefused as exc:
+        raise exc.with_file(file) from None
+
+
 def check_size(size: int, *, what: str, max_bytes: int) -> None:
     """:class:`InputRefused` (status 413) when ``size`` bytes exceed ``max_bytes``.
 
@@ -198,9 +216,11 @@ delimiter at line 1 column 8 [json]
 __all__ = [
     "MAX_DEPTH",
     "InputRefused",
+    "check_depth",
     "check_json",
     "check_size",
     "check_text",
     "decode_utf8",
     "load_json",
+    "too_deep",
 ]

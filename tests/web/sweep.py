@@ -38,6 +38,8 @@ class World:
     edge: Any
     invariant: Any
     query: Any
+    assignment: Any
+    comment: Any
 
 
 def build_world(users, refund_doc) -> World:
@@ -57,6 +59,14 @@ def build_world(users, refund_doc) -> World:
     batch = Batch.objects.create(
         project=project, source=BatchSource.FIXTURES, name="fixtures/clean", total=0
     )
+    assignment = services.assignment_create(
+        project=project,
+        contract=draft,
+        user=users["annotator"],
+        by=users["admin"],
+        role="annotator",
+    )
+    comment = services.comment_create(contract=draft, user=users["reviewer"], body="Why?")
     return World(
         project=project,
         audited=audited,
@@ -68,6 +78,8 @@ def build_world(users, refund_doc) -> World:
         edge=draft.edges.first(),
         invariant=draft.invariants.first(),
         query=draft.queries.first(),
+        assignment=assignment,
+        comment=comment,
     )
 
 
@@ -84,7 +96,7 @@ class Route:
     @property
     def has_object(self) -> bool:
         """The route names one object (or one project), not a list of the user's."""
-        return bool(re.search(r"/(p|c|r|b)/|^/api/\w+/[^/.]+[/.]", self.url))
+        return bool(re.search(r"^/(p|c|r|b|comments)/|^/api/\w+/[^/.]+[/.]", self.url))
 
 
 def _patterns(resolver, prefix: str = "", namespace: str | None = None):
@@ -97,13 +109,14 @@ def _patterns(resolver, prefix: str = "", namespace: str | None = None):
 
 def _values(w: World, pattern: str) -> dict[str, Any]:
     """The parameters of ``pattern`` for the objects of ``w``."""
-    pk = {"c": w.draft.pk, "r": w.run.pk, "b": w.batch.pk}
+    pk = {"c": w.draft.pk, "r": w.run.pk, "b": w.batch.pk, "comments": w.comment.pk}
     api_pk = {"contracts": w.draft.pk, "queries": w.query.pk, "runs": w.run.pk}
-    api_pk["batches"] = w.batch.pk
+    api_pk |= {"batches": w.batch.pk, "assignments": w.assignment.pk, "comments": w.comment.pk}
     head = pattern.split("/", 1)[0]
-    api = re.match(r"api/\^(\w+)", pattern)
+    api = re.match(r"api/\^?(\w+)", pattern)
     return {
         "pk": api_pk.get(api.group(1)) if api else pk.get(head),
+        "assignment_pk": w.assignment.pk,
         "slug": w.project.slug,
         "node_pk": w.node.pk,
         "span_pk": w.span.pk,
