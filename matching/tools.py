@@ -84,7 +84,7 @@ class Encoder(Protocol):
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
-def _load(source: str | bytes | Sequence[Any]) -> list[Any]:
+def _load(source: Any) -> list[Any]:
     if isinstance(source, str | bytes):
         size = len(source.encode("utf-8") if isinstance(source, str) else source)
         if size > MAX_BYTES:
@@ -126,7 +126,7 @@ def _tool(i: int, item: Any) -> Tool:
     return Tool(name=name, description=description, parameters=dict(parameters))
 
 
-def parse_tools(source: str | bytes | Sequence[Any]) -> list[Tool]:
+def parse_tools(source: str | bytes | Sequence[Any] | Mapping[str, Any]) -> list[Tool]:
     """The tools of an OpenAI ``tools`` list (JSON text or already parsed).
 
     Parameters
