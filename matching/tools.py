@@ -8,8 +8,8 @@ wrong); :func:`catalogue_document` writes them back in the canonical wrapped for
 
 :func:`suggest_bindings` proposes a ``meta.tool`` for action and validation nodes by
 comparing the node's label and description with the tool's name and description, with
-the token similarity of ALGORITHMS.md §2 and, when an encoder is passed, the better of
-that and the cosine of their sentence embeddings.
+the token similarity of ALGORITHMS.md §2 or, when an encoder is passed, semantic mode's
+blend of that and the cosine of their sentence embeddings.
 
 >>> tools = parse_tools('[{"name": "lookup_order", "description": "Find an order by id"}]')
 >>> [(t.name, t.words) for t in tools]
@@ -32,6 +32,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .errors import ContractEvalError
+from .semantic import ALPHA
 from .similarity import sim, tokens
 
 MAX_BYTES = 1_000_000
@@ -87,10 +88,13 @@ class Encoder(Protocol):
 def _load(source: Any) -> list[Any]:
     if isinstance(source, str | bytes):
         size = len(source.encode("utf-8") if isinstance(source, str) else source)
-        if size > MAX_BYTES:
-            raise ToolCatalogueError(
-                f"the tools list is {size} bytes; at most {MAX_BYTES} are accepted"
-            )
+    else:
+        size = len(json.dumps(source, ensure_ascii=False, default=str).encode("utf-8"))
+    if size > MAX_BYTES:
+        raise ToolCatalogueError(
+            f"the tools list is {size} bytes; at most {MAX_BYTES} are accepted"
+        )
+    if isinstance(source, str | bytes):
         try:
             source = json.loads(source)
         except (ValueError, UnicodeDecodeError) as exc:
@@ -235,7 +239,9 @@ def suggest_bindings(
         [[sim(tokens(a), tokens(b)) for b in tool_texts] for a in node_texts], dtype=np.float64
     )
     if encoder is not None:
-        scores = np.maximum(scores, _cosines(encoder, node_texts, tool_texts))
+        # The blend of semantic mode (matching.semantic), so a suggestion scores as the
+        # matcher would score the node against a step describing the tool.
+        scores = ALPHA * _cosines(encoder, node_texts, tool_texts) + (1 - ALPHA) * scores
     out = []
     for i, node in enumerate(bindable):
         j = int(np.argmax(scores[i]))

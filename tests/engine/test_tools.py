@@ -108,15 +108,20 @@ def test_no_tools_or_no_bindable_nodes_give_no_suggestions():
 
 
 class _FakeEncoder:
-    """Maps every text to a fixed direction chosen by a keyword, to test the max rule."""
+    """Maps every text to a fixed direction chosen by a keyword, to test the blend."""
 
     def encode(self, texts):
         return np.array([[1.0, 0.0] if "pay" in t.lower() else [0.0, 1.0] for t in texts])
 
 
-def test_an_encoder_can_raise_a_score_above_the_token_one():
+def test_an_encoder_blends_the_cosine_with_the_token_score():
     tools = [Tool("transfer_funds", "Pay a supplier")]
     node = [NodeText("p", "action", "Settle the invoice payment", "")]
     assert suggest_bindings(node, tools) == []
     got = suggest_bindings(node, tools, encoder=_FakeEncoder())
-    assert [(s.tool, s.score) for s in got] == [("transfer_funds", 1.0)]
+    assert [(s.tool, s.score) for s in got] == [("transfer_funds", 0.75)]
+
+
+def test_rejects_a_parsed_list_over_one_megabyte():
+    with pytest.raises(ToolCatalogueError, match="at most 1000000"):
+        parse_tools([{"name": "a", "description": "x" * MAX_BYTES}])
