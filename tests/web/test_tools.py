@@ -246,3 +246,28 @@ def test_the_schema_documents_the_tool_endpoints(client):
     text = schema.content.decode()
     assert "/api/contracts/{id}/tools/" in text or "/api/contracts/{pk}/tools/" in text
     assert "tools/read-only/" in text
+
+
+def test_a_declared_lookup_is_neither_an_extra_action_nor_an_omission(contract, users, refund_doc):
+    from matching.evaluate import evaluate
+    from matching.formats import read_observed
+    from tests.engine.helpers import edit_trace, refund_observed_doc
+
+    _import(contract, users)
+    services.tools_declare_read_only(
+        contract=contract, user=users["annotator"], names=["search_faq"]
+    )
+    declared = load_contract(contract_document(contract))
+    clean = refund_observed_doc()
+    node = {"id": "o9", "label": "Searched", "description": "", "type": "action"}
+    line = '[tool] search_faq(query="refund policy")'
+    with_lookup = edit_trace(clean, insert=("o1", line, node))
+    for obs in (clean, with_lookup):
+        report = evaluate(declared, "q1", read_observed(obs), mode="token")
+        assert report["failures"] == [], report["failures"]
+    undeclared = load_contract(refund_doc)
+    bare = evaluate(undeclared, "q1", read_observed(with_lookup), mode="token")
+    assert [f["family"] for f in bare["failures"]] == ["extra_action"]
+    report = evaluate(declared, "q1", read_observed(with_lookup), mode="token")
+    pairs = {a["expected"]: a["observed"] for a in report["alignment"]}
+    assert pairs["tool_search_faq"] == "o9"
