@@ -195,3 +195,11 @@ def required_role(view: Any, request: Any) -> str:
     roles: dict[str, str] = getattr(view, "required_roles", {})
     action = getattr(view, "action", None) or ""
     return roles.get(f"{action}:{request.method}") or roles.get(action) or VIEW
+
+
+def authorize(user: Any, project_id: int, minimum: str) -> None:
+    """A service's own check that ``user`` may act on project ``project_id``: the views
+    and the API check first, this keeps a service safe from any other caller. ``None``
+    is the system (a task, a management command) and may act."""
+    if user is not None:
+        require(user, project_id, minimum)

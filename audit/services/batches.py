@@ -41,6 +41,7 @@ from ..models import (
     RunMode,
     RunStatus,
 )
+from ..permissions import BATCH, authorize
 from .chunks import case_results, chunk_execute, chunk_rows
 from .common import ServiceError, actor, add_usage, llm_config, require_semantic_model
 
@@ -163,6 +164,7 @@ def batch_create(
     the suite instead of the engine (``mode`` and ``extractor`` then do not apply); it
     needs a configured LLM endpoint.
     """
+    authorize(user, project.pk, BATCH)
     config = _check_judge(judge)
     if config is not None:
         mode, extractor = RunMode.ORACLE, ExtractorName.NONE  # not used by a judge

@@ -28,6 +28,7 @@ from ..models import (
     ReviewStatus,
     Span,
 )
+from ..permissions import EDIT, IMPORT, REVIEW, authorize
 from ..selectors.contracts import TOOLS_KEY, contract_document
 from .adjudication import after_audited, before_audited
 from .common import ServiceError, record
@@ -190,6 +191,7 @@ def contract_import(
 
     A contract whose id already exists in the project becomes its next version.
     """
+    authorize(user, project.pk, IMPORT)
     try:
         if isinstance(source, str | bytes):
             source = load_json(source, what="the document", max_bytes=IMPORT_MAX_BYTES)
@@ -339,6 +341,7 @@ def contract_update_details(
     media type points the contract at an artifact with the same text and that media
     type instead of changing the shared row; the text and every span stay as they are.
     """
+    authorize(user, contract.project_id, EDIT)
     with transaction.atomic():
         contract = locked_contract(contract.pk)
         check_version(
@@ -375,6 +378,7 @@ def contract_update_details(
 
 def contract_new_version(*, contract: Contract, user) -> Contract:
     """A draft copy of ``contract`` as the next version (how an audited contract changes)."""
+    authorize(user, contract.project_id, EDIT)
     with transaction.atomic():
         latest = (
             Contract.objects.select_for_update(of=("self",))
@@ -423,6 +427,7 @@ def contract_new_version(*, contract: Contract, user) -> Contract:
 
 @retry_on_lock
 def contract_submit_for_review(*, contract: Contract, user) -> Contract:
+    authorize(user, contract.project_id, EDIT)
     with transaction.atomic():
         contract = locked_contract(contract.pk)
         if contract.status != ContractStatus.DRAFT:
@@ -440,6 +445,7 @@ def contract_submit_for_review(*, contract: Contract, user) -> Contract:
 def contract_mark_audited(*, contract: Contract, user) -> Contract:
     """Mark audited: only with no audit errors, no node left *proposed*, no open comment
     and, for a double-annotated contract, after adjudication."""
+    authorize(user, contract.project_id, REVIEW)
     with transaction.atomic():
         contract = locked_contract(contract.pk)
         before_audited(contract)

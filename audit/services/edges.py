@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from ..models import Contract, Edge, EdgeKind, Node
+from ..permissions import EDIT, authorize
 from ..selectors.contracts import edge_problem
 from .common import ServiceError, next_position, record, touch
 from .concurrency import check_version, locked_contract, retry_on_lock
@@ -23,6 +24,7 @@ def edge_create(
 ) -> Edge:
     """An edge drawn from the panel of ``node`` (one of its ends), as the user saw that
     node at ``expected_version``."""
+    authorize(user, contract.project_id, EDIT)
     if source.contract_id != contract.pk or target.contract_id != contract.pk:
         raise ServiceError("both ends must be nodes of this contract")
     if source.pk == target.pk:
@@ -63,6 +65,7 @@ def edge_create(
 
 @retry_on_lock
 def edge_delete(*, edge: Edge, user, expected_version: int | None) -> None:
+    authorize(user, edge.contract.project_id, EDIT)
     with transaction.atomic():
         contract = locked_contract(edge.contract_id)
         current = Edge.objects.select_for_update(of=("self",)).filter(pk=edge.pk).first()

@@ -8,6 +8,7 @@ from typing import Any
 from django.db import transaction
 
 from ..models import Contract, Invariant, Span
+from ..permissions import EDIT, authorize
 from ..selectors.contracts import invariant_snapshot
 from .common import ServiceError, check_span, next_position, record, touch
 from .concurrency import check_version, locked_contract, retry_on_lock
@@ -39,6 +40,7 @@ def _clean_check(check: Any) -> dict[str, Any] | None:
 def invariant_create(
     *, contract: Contract, user, data: Mapping[str, Any], start: int, end: int
 ) -> Invariant:
+    authorize(user, contract.project_id, EDIT)
     with transaction.atomic():
         contract = locked_contract(contract.pk)
         start, end = check_span(contract, start, end)
@@ -63,6 +65,7 @@ def invariant_create(
 def invariant_update(
     *, invariant: Invariant, user, data: Mapping[str, Any], expected_version: int | None
 ) -> Invariant:
+    authorize(user, invariant.contract.project_id, EDIT)
     with transaction.atomic():
         invariant = _locked(invariant, expected_version)
         contract = invariant.contract
@@ -93,6 +96,7 @@ def invariant_update(
 
 @retry_on_lock
 def invariant_delete(*, invariant: Invariant, user, expected_version: int | None) -> None:
+    authorize(user, invariant.contract.project_id, EDIT)
     with transaction.atomic():
         invariant = _locked(invariant, expected_version)
         contract = invariant.contract

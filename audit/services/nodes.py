@@ -8,6 +8,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from ..models import Contract, Invariant, Node, ReviewStatus, Span
+from ..permissions import EDIT, authorize
 from ..selectors.contracts import invariant_snapshot, node_snapshot
 from .adjudication import guard_shared_nodes
 from .common import ServiceError, check_span, next_position, record, touch
@@ -52,10 +53,12 @@ def _review(node: Node, user, status: str, action: str, expected_version: int | 
 
 
 def node_confirm(*, node: Node, user, expected_version: int | None) -> Node:
+    authorize(user, node.contract.project_id, EDIT)
     return _review(node, user, ReviewStatus.CONFIRMED, "confirm", expected_version)
 
 
 def node_reject(*, node: Node, user, expected_version: int | None) -> Node:
+    authorize(user, node.contract.project_id, EDIT)
     return _review(node, user, ReviewStatus.REJECTED, "reject", expected_version)
 
 
@@ -74,6 +77,7 @@ def _would_cycle(node: Node, parent: Node | None) -> bool:
 @retry_on_lock
 def node_update(*, node: Node, user, data: Mapping[str, Any], expected_version: int | None) -> Node:
     """Edit a node's fields (``data``: the cleaned form). Marks it *edited*."""
+    authorize(user, node.contract.project_id, EDIT)
     guard_shared_nodes(node.contract, user)
     with transaction.atomic():
         node = locked_node(node, expected_version)
@@ -113,6 +117,7 @@ def node_update(*, node: Node, user, data: Mapping[str, Any], expected_version: 
 @retry_on_lock
 def node_create(*, contract: Contract, user, data: Mapping[str, Any], start: int, end: int) -> Node:
     """A node written by a person, evidenced by ``[start, end)``; it is *confirmed*."""
+    authorize(user, contract.project_id, EDIT)
     with transaction.atomic():
         contract = locked_contract(contract.pk)
         start, end = check_span(contract, start, end)
@@ -147,6 +152,7 @@ def node_create(*, contract: Contract, user, data: Mapping[str, Any], start: int
 def node_add_evidence(
     *, node: Node, user, start: int, end: int, expected_version: int | None
 ) -> Span:
+    authorize(user, node.contract.project_id, EDIT)
     guard_shared_nodes(node.contract, user)
     with transaction.atomic():
         node = locked_node(node, expected_version)
@@ -177,6 +183,7 @@ def span_delete(*, span: Span, user, expected_version: int | None) -> None:
     """Remove one evidence span (a node keeps at least one); ``expected_version`` is
     the version of the node or invariant the span belongs to."""
     owner: Node | Invariant = span.node or span.invariant  # type: ignore[assignment]
+    authorize(user, owner.contract.project_id, EDIT)
     with transaction.atomic():
         contract = locked_contract(owner.contract_id)
         owner = type(owner).objects.select_for_update(of=("self",)).get(pk=owner.pk)

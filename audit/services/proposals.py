@@ -27,6 +27,7 @@ from ..models import (
     ReviewStatus,
     Span,
 )
+from ..permissions import EDIT, authorize
 from .common import (
     ServiceError,
     editable,
@@ -57,6 +58,7 @@ def contract_request_proposals(*, contract: Contract, user, proposer: str = "heu
     ``proposer`` is ``"heuristic"`` or ``"llm"``. An LLM run without a configured
     endpoint is accepted: the heuristic runs and the run says so (``notice``).
     """
+    authorize(user, contract.project_id, EDIT)
     if proposer not in PROPOSERS:
         raise ServiceError(f"unknown proposer {proposer!r}")
     with transaction.atomic():
@@ -206,6 +208,7 @@ def contract_apply_proposals(*, contract: Contract, user, proposals: Proposals) 
     A proposal whose evidence is already evidence of a node of the same type is skipped,
     so running a proposer twice adds nothing new. Ids that are taken get a suffix.
     """
+    authorize(user, contract.project_id, EDIT)
     with transaction.atomic():
         contract = locked_contract(contract.pk)
         created = _new_nodes(contract, proposals)

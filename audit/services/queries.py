@@ -13,6 +13,7 @@ from matching.formats import contract_from_data
 from matching.validate import audit_contract
 
 from ..models import Contract, Query
+from ..permissions import EDIT, authorize
 from ..selectors.contracts import contract_document
 from .common import ServiceError, editable, next_position, record, touch
 from .concurrency import check_version, locked_contract, retry_on_lock
@@ -43,6 +44,7 @@ def query_save(
     (0) for a new one: a query created or changed by someone else meanwhile is a
     conflict, not silently replaced.
     """
+    authorize(user, contract.project_id, EDIT)
     editable(contract)
     doc = {**contract_document(contract), "queries": []}
     structure = audit_contract(doc)
@@ -95,6 +97,7 @@ def query_save(
 
 @retry_on_lock
 def query_delete(*, query: Query, user, expected_version: int | None) -> None:
+    authorize(user, query.contract.project_id, EDIT)
     with transaction.atomic():
         contract = locked_contract(query.contract_id)
         query = Query.objects.select_for_update(of=("self",)).get(pk=query.pk)

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..models import AuditRecord, Contract, Node, ReviewStatus
+from ..permissions import EDIT, authorize
 from ..selectors.contracts import node_snapshot
 from .adjudication import guard_shared_nodes
 from .common import ServiceError, actor, touch
@@ -40,6 +41,7 @@ def nodes_review(
     Nodes already in the status are left alone. Returns ``(node, previous status)`` for
     each node that changed, with its new version.
     """
+    authorize(user, contract.project_id, EDIT)
     status = REVIEW_STATUS.get(action)
     if status is None:
         raise ServiceError(f"unknown review action {action!r}")

@@ -47,6 +47,7 @@ from ..models import (
     RunMode,
     RunStatus,
 )
+from ..permissions import RUN, authorize
 from ..selectors.contracts import contract_document
 from .common import (
     LLMRetry,
@@ -120,6 +121,7 @@ def run_create(
     ``select`` (``task_id=…,trial=…``) chooses the trajectory of a τ-bench results file.
     When an LLM takes part, its model and endpoint are part of the inputs.
     """
+    authorize(user, contract.project_id, RUN)
     query = _runnable_query(contract, query_key, mode, extractor, judge_invariants)
     try:
         prepared = prepare_input(
@@ -335,6 +337,7 @@ def run_retry(*, run: Run, user) -> Run:
     A run stuck RUNNING longer than ``JOB_STALE_AFTER`` (its worker died) can be
     retried too; a run running normally cannot, so it is never evaluated twice at once.
     """
+    authorize(user, run.project_id, RUN)
     from .jobs import run_is_stale
 
     if run.status != RunStatus.FAILED and not run_is_stale(run):

@@ -15,6 +15,7 @@ from django.db import transaction
 from matching.tools import BINDABLE_TYPES, Tool, catalogue_document, parse_tools
 
 from ..models import Contract, Node, NodeType, ReviewStatus
+from ..permissions import EDIT, authorize
 from .common import ServiceError, editable, record, touch
 from .nodes import node_create, node_update
 
@@ -28,6 +29,7 @@ def catalogue_tools(contract: Contract) -> list[Tool]:
 
 def tool_catalogue_import(*, contract: Contract, user, source: Any) -> list[Tool]:
     """Replace the catalogue with an OpenAI ``tools`` list; bad input stores nothing."""
+    authorize(user, contract.project_id, EDIT)
     editable(contract)
     try:
         tools = parse_tools(source)
@@ -59,6 +61,7 @@ def _known(contract: Contract, name: str) -> Tool:
 
 def tool_binding_confirm(*, node: Node, user, tool: str, expected_version: int) -> Node:
     """Set ``meta.tool`` of an action or validation node to a catalogue tool."""
+    authorize(user, node.contract.project_id, EDIT)
     editable(node.contract)
     _known(node.contract, tool)
     if node.type not in BINDABLE_TYPES:
@@ -97,6 +100,7 @@ def tools_declare_read_only(*, contract: Contract, user, names: Sequence[str]) -
     A matched call of such a tool pairs with its node (so it is not an extra action), and
     a run that never calls it has no omission (the node is not required).
     """
+    authorize(user, contract.project_id, EDIT)
     editable(contract)
     if not names:
         raise ServiceError("choose at least one tool")

@@ -5,11 +5,13 @@ from __future__ import annotations
 from django.db import transaction
 
 from ..models import AuditRecord, ReviewVerdict, Run, RunStatus
+from ..permissions import VERDICT, authorize
 from .common import ServiceError
 
 
 def verdict_record(*, run: Run, user, agrees: bool, note: str = "") -> ReviewVerdict:
     """A reviewer's verdict on a finished run, kept in the contract's audit record."""
+    authorize(user, run.project_id, VERDICT)
     if run.status != RunStatus.DONE:
         raise ServiceError("a verdict needs a finished run with a report")
     note = (note or "").strip()

@@ -497,7 +497,7 @@ def test_a_disagreement_needs_a_note_and_annotators_cannot_judge(failed_runs, lo
     assert ReviewVerdict.objects.count() == 0
 
 
-def test_the_inbox_lists_failed_runs_and_filters(failed_runs, login):
+def test_the_inbox_lists_failed_runs_and_filters(failed_runs, login, users):
     a, b, c, clean = failed_runs
     client = login("annotator")
 
@@ -512,7 +512,7 @@ def test_the_inbox_lists_failed_runs_and_filters(failed_runs, login):
     assert listed("?contract=refund-mini&query=q1") == {a.pk, b.pk, c.pk}
     assert listed("?contract=nope") == set()
     assert listed("?family=bogus") == set()
-    verdicts.verdict_record(run=a, user=a.created_by, agrees=True)
+    verdicts.verdict_record(run=a, user=users["reviewer"], agrees=True)
     assert listed("?reviewed=no") == {b.pk, c.pk}
     assert listed("?reviewed=yes") == {a.pk}
 
