@@ -69,6 +69,8 @@ urlpatterns = [
     path("b/<int:pk>/", batches.batch_detail, name="batch_detail"),
     path("b/<int:pk>/status/", batches.batch_status, name="batch_status"),
     path("b/<int:pk>/scores.json", batches.batch_scores, name="batch_scores"),
+    path("b/<int:pk>/family/<str:family>/", batches.batch_family, name="batch_family"),
+    path("b/<int:pk>/cases/<path:case_id>/", batches.batch_case, name="batch_case"),
     # team work: queues, double annotation, adjudication, comments, agreement
     path("queue/", team.my_queue, name="my_queue"),
     path("c/<int:pk>/team/", team.team_page, name="team"),

@@ -342,6 +342,50 @@ def _share(num: int, den: int) -> float | None:
     return None if den == 0 else round(num / den, 6)
 
 
+def detected(r: CaseResult) -> bool:
+    """Whether the evaluator flagged the case (§6: a perturbed case is detected).
+
+    >>> detected(CaseResult("c", False, "omission", "n1", "non_clean", []))
+    True
+    """
+    return r.verdict == "non_clean"
+
+
+def localised(r: CaseResult) -> bool:
+    """Whether a reported failure names the case's own family and location (§6).
+
+    >>> localised(CaseResult("c", False, "omission", "n1", "non_clean", [("omission", "n1")]))
+    True
+    """
+    return (r.family, r.location) in r.failures
+
+
+def exactly_localised(r: CaseResult) -> bool:
+    """Whether the only failure reported is the case's own family and location (§6).
+
+    >>> r = CaseResult("c", False, "omission", "n1", "non_clean", [("omission", "n1")])
+    >>> exactly_localised(r)
+    True
+    """
+    return set(r.failures) == {(r.family, r.location)}
+
+
+def outcome(r: CaseResult, *, locations: bool = True) -> str:
+    """A perturbed case's outcome: ``"localised"``, ``"detected"`` or ``"missed"``.
+
+    An errored case is missed, as :func:`score` counts it; without ``locations`` (an
+    evaluator naming a family only) a detected case is never localised.
+
+    >>> outcome(CaseResult("c", False, "omission", "n1", "non_clean", [("ordering", "n2")]))
+    'detected'
+    >>> outcome(CaseResult("c", False, "omission", "n1", None, [], "boom"))
+    'missed'
+    """
+    if locations and localised(r):
+        return "localised"
+    return "detected" if detected(r) else "missed"
+
+
 def score(results: Sequence[CaseResult], *, locations: bool = True) -> dict[str, Any]:
     """The figures of ALGORITHMS.md §6.
 
@@ -368,9 +412,9 @@ def score(results: Sequence[CaseResult], *, locations: bool = True) -> dict[str,
     raw_rates: list[tuple[int, int]] = []
     for fam in sorted({r.family for r in perturbed if r.family}, key=_family_order):
         rows = [r for r in perturbed if r.family == fam]
-        det = sum(1 for r in rows if r.verdict == "non_clean")
-        loc = sum(1 for r in rows if (r.family, r.location) in r.failures)
-        exact = sum(1 for r in rows if set(r.failures) == {(r.family, r.location)})
+        det = sum(1 for r in rows if detected(r))
+        loc = sum(1 for r in rows if localised(r))
+        exact = sum(1 for r in rows if exactly_localised(r))
         raw_rates.append((det, len(rows)))
         loc_hits += loc
         exact_hits += exact

@@ -90,20 +90,28 @@ class FamilyBar:
     detection: float | None
     localization: float | None
     exact: float | None
+    key: str = ""  # the family, or "clean": what its case list is named by
 
 
 def family_rows(scores: Mapping[str, Any]) -> list[FamilyBar]:
     """The per-family table (ALGORITHMS.md §6), the clean row last, for the page."""
     rows = [
         FamilyBar(
-            fam, r["cases"], r["detection"], r.get("localization"), r.get("exact_localization")
+            fam,
+            r["cases"],
+            r["detection"],
+            r.get("localization"),
+            r.get("exact_localization"),
+            fam,
         )
         for fam, r in scores.get("per_family", {}).items()
     ]
     clean = scores.get("clean") or {}
     if clean.get("cases"):
         rows.append(
-            FamilyBar("clean (specificity)", clean["cases"], clean["specificity"], None, None)
+            FamilyBar(
+                "clean (specificity)", clean["cases"], clean["specificity"], None, None, "clean"
+            )
         )
     return rows
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
@@ -11,9 +12,12 @@ from django.views.decorators.vary import vary_on_headers
 from .. import services
 from ..forms import BatchForm
 from ..permissions import BATCH, RUN, batch_for, has_role, project_for
+from ..selectors import batches as batch_reads
 from ..selectors import runs as run_reads
 from .common import poll
 from .runs import FAMILY_NAMES
+
+CASES_PER_PAGE = 50
 
 
 def _batches_context(project, membership, form=None, error=""):
@@ -78,6 +82,7 @@ def _batch_context(batch, membership):
         "batch": batch,
         "scores": scores,
         "rows": run_reads.family_rows(scores) if scores else [],
+        "clean_family": batch_reads.CLEAN,
         "family_names": FAMILY_NAMES,
         "judge_label": dict(services.EVALUATORS).get(f"judge-{batch.judge}", "")
         if batch.judge
@@ -109,3 +114,34 @@ def batch_scores(request, pk):
     response = JsonResponse(batch.scores, json_dumps_params={"indent": 1})
     response["Content-Disposition"] = f'attachment; filename="batch-{batch.pk}-scores.json"'
     return response
+
+
+@login_required
+@require_GET
+def batch_family(request, pk, family):
+    batch, membership = batch_for(request.user, pk)
+    found = batch_reads.batch_family_cases(batch, family)
+    wanted = request.GET.get("outcome", "")
+    rows = [r for r in found.rows if r.outcome == wanted] if wanted else found.rows
+    page = Paginator(rows, CASES_PER_PAGE).get_page(request.GET.get("page"))
+    ctx = {
+        "project": batch.project,
+        "membership": membership,
+        "batch": batch,
+        "found": found,
+        "family_name": FAMILY_NAMES.get(family, "Clean cases not passed"),
+        "outcome": wanted,
+        "outcomes": batch_reads.OUTCOMES if family != batch_reads.CLEAN else (),
+        "page": page,
+        "params": {"outcome": wanted},
+    }
+    return render(request, "audit/batch_family.html", ctx)
+
+
+@login_required
+@require_GET
+def batch_case(request, pk, case_id):
+    batch, membership = batch_for(request.user, pk)
+    view = batch_reads.batch_case_view(batch, case_id)
+    ctx = {"project": batch.project, "membership": membership, "batch": batch, "view": view}
+    return render(request, "audit/batch_case.html", ctx)

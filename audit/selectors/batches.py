@@ -1,0 +1,127 @@
+"""Reads of a finished batch's cases: one family's cases with their outcome (ALGORITHMS.md
+§6, the definitions of :func:`matching.suite.score`), and one case evaluated again for
+its overlay."""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.http import Http404
+
+from matching.conditioning import condition
+from matching.errors import ContractEvalError
+from matching.evaluate import evaluate_detailed
+from matching.extractors import reextract
+from matching.model import FAMILIES, Case
+from matching.overlay import overlay_payload
+from matching.suite import CaseResult, detected, outcome
+
+from ..models import Batch, BatchChunk, ExtractorName
+from ..services.chunks import case_results, chunk_suite
+
+CLEAN = "clean"
+# The drill-down "families": the perturbation families and the clean cases flagged.
+DRILL_FAMILIES = (*FAMILIES, CLEAN)
+OUTCOMES = ("localised", "detected", "missed")
+
+
+@dataclass
+class CaseRow:
+    id: str
+    outcome: str
+    verdict: str | None
+    location: str | None
+    failures: list[tuple[str, str]]
+    error: str | None
+
+
+@dataclass
+class FamilyCases:
+    family: str
+    rows: list[CaseRow]
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def _results(batch: Batch):
+    for chunk in BatchChunk.objects.filter(batch=batch).only("index", "results"):
+        yield from case_results(chunk)
+
+
+def _clean_outcome(r: CaseResult) -> str | None:
+    """A clean case the evaluator did not pass: ``"flagged"``, ``"errored"`` or None."""
+    if r.verdict is None:
+        return "errored"
+    return "flagged" if detected(r) else None
+
+
+def batch_family_cases(batch: Batch, family: str) -> FamilyCases:
+    """The cases of ``family`` (every outcome), or the clean cases not passed (``"clean"``).
+
+    Raises Http404 for a name that is neither a family nor ``"clean"``.
+    """
+    if family not in DRILL_FAMILIES:
+        raise Http404("no such family")
+    locations = not batch.judge
+    rows: list[CaseRow] = []
+    for r in _results(batch):
+        if family == CLEAN:
+            label = _clean_outcome(r) if r.clean else None
+        elif not r.clean and r.family == family:
+            label = outcome(r, locations=locations)
+        else:
+            label = None
+        if label is not None:
+            rows.append(CaseRow(r.id, label, r.verdict, r.location, r.failures, r.error))
+    return FamilyCases(family, rows, dict(Counter(row.outcome for row in rows)))
+
+
+@dataclass
+class CaseView:
+    case: Case
+    result: CaseResult
+    payload: dict[str, Any] | None
+    error: str = ""
+    note: str = ""
+
+
+def _find(batch: Batch, case_id: str) -> tuple[Case, CaseResult, Any]:
+    """The case, its stored result and its (audited) contract."""
+    for chunk in BatchChunk.objects.filter(batch=batch).only("index", "results", "cases"):
+        hit = next((r for r in case_results(chunk) if r.id == case_id), None)
+        if hit is None:
+            continue
+        suite = chunk_suite(batch, chunk)
+        case = next((c for c in suite.cases if c.id == case_id), None)
+        if case is not None:
+            return case, hit, suite.contracts[case.contract]
+    raise Http404("no such case")
+
+
+def batch_case_view(batch: Batch, case_id: str) -> CaseView:
+    """Case ``case_id`` of ``batch`` evaluated as the batch did (mode and extractor), with
+    the overlay payload of that evaluation; Http404 when the batch has no such case."""
+    case, result, contract = _find(batch, case_id)
+    note = ""
+    extractor = batch.extractor
+    if batch.judge:
+        note = "The batch asked an LLM judge; shown here: the engine's evaluation of the case."
+        extractor = ExtractorName.NONE
+    elif extractor == ExtractorName.LLM:
+        # Calling the LLM again from a page would cost a request per view and may answer
+        # differently: the case's own graph stands in for the extraction.
+        note = "The LLM extraction is not stored; shown here: the case's own observed graph."
+        extractor = ExtractorName.NONE
+    try:
+        expected = condition(contract, case.query)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            observed = case.observed
+            if extractor != ExtractorName.NONE:
+                observed = reextract(case.observed, extractor)
+        evaluation = evaluate_detailed(expected, observed, mode=batch.mode)
+    except (ContractEvalError, ValueError) as exc:
+        return CaseView(case, result, None, error=str(exc), note=note)
+    return CaseView(case, result, overlay_payload(evaluation, observed), note=note)
