@@ -115,11 +115,10 @@ def run_create(
 ) -> tuple[Run, bool]:
     """A run of ``contract`` (audited) on one input, queued; ``(run, created)``.
 
-    The same inputs give the existing run (``created`` is False), never a duplicate.
-    ``judge_invariants``: score the invariants that have no machine check and no score
-    in the observed document with the LLM invariant judge (an LLM must be configured).
+    The same inputs give the existing run (``created`` is False), never a duplicate;
+    when an LLM takes part, its model and endpoint are inputs too. ``judge_invariants``:
+    the LLM judges invariants with no machine check and no score in the document.
     ``select`` (``task_id=…,trial=…``) chooses the trajectory of a τ-bench results file.
-    When an LLM takes part, its model and endpoint are part of the inputs.
     """
     authorize(user, contract.project_id, RUN)
     query = _runnable_query(contract, query_key, mode, extractor, judge_invariants)
