@@ -9,6 +9,7 @@ from .views import (
     projects,
     queries,
     runs,
+    teaching,
     team,
     workspace,
 )
@@ -58,6 +59,13 @@ urlpatterns = [
     path("r/<int:pk>/export.<str:fmt>", runs.run_export, name="run_export"),
     path("r/<int:pk>/verdict/", runs.run_verdict, name="run_verdict"),
     path("r/<int:pk>/retry/", runs.run_retry, name="run_retry"),
+    path("r/<int:pk>/pair/", teaching.run_pair, name="run_pair"),
+    path("r/<int:pk>/unpair/", teaching.run_unpair, name="run_unpair"),
+    path(
+        "c/<int:pk>/enactments/<int:enactment_pk>/delete/",
+        teaching.enactment_delete,
+        name="enactment_delete",
+    ),
     path("b/<int:pk>/", batches.batch_detail, name="batch_detail"),
     path("b/<int:pk>/status/", batches.batch_status, name="batch_status"),
     path("b/<int:pk>/scores.json", batches.batch_scores, name="batch_scores"),

@@ -21,9 +21,11 @@ from django.db import IntegrityError, InterfaceError, OperationalError, transact
 from django.utils import timezone
 
 from matching.conditioning import condition
+from matching.enactments import with_enactments
 from matching.errors import ContractEvalError
 from matching.evaluate import evaluate_detailed
 from matching.extractors import reextract
+from matching.formats import Contract as ContractDoc
 from matching.formats import observed_from_data
 from matching.llm.client import LLMClient, LLMError
 from matching.llm.config import LLMConfig
@@ -47,6 +49,7 @@ from ..models import (
     RunStatus,
 )
 from ..selectors.contracts import contract_document
+from ..selectors.teaching import taught_enactments
 from .common import (
     LLMRetry,
     ServiceError,
@@ -211,10 +214,19 @@ def _record_run(run: Run) -> None:
     )
 
 
+def run_contract(run: Run) -> ContractDoc:
+    """The contract a run is judged against: in semantic mode with the enactments
+    reviewers taught (token and oracle modes never read enactments)."""
+    contract = load_contract(contract_document(run.contract))
+    if run.mode == RunMode.SEMANTIC:
+        contract = with_enactments(contract, taught_enactments(run.contract))
+    return contract
+
+
 def _evaluate(run: Run) -> tuple[dict[str, Any], dict[str, Any] | None, list[str]]:
     """The report, the overlay payload and warnings of ``run`` (engine only; the LLM's
     model, usage and quote counts are set on ``run``, which the caller saves)."""
-    contract = load_contract(contract_document(run.contract))
+    contract = run_contract(run)
     expected = condition(contract, run.query_key)
     observed = observed_from_data(run.observed)
     client = _run_client(run)

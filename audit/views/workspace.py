@@ -21,8 +21,9 @@ from matching.propose import suggest_id
 from .. import services
 from ..forms import ContractDetailsForm, EdgeForm, NewNodeForm, NodeForm, QueryForm, SpanForm
 from ..models import Edge, Node, NodeType, Span
-from ..permissions import EDIT, REVIEW, VIEW, contract_for, has_role
+from ..permissions import EDIT, REVIEW, UNTEACH, VIEW, contract_for, has_role
 from ..selectors import contracts as contract_reads
+from ..selectors import teaching as teaching_reads
 from ..selectors import workspace as ws
 from .common import workspace_url
 
@@ -67,6 +68,8 @@ def workspace_context(
         "versions": ws.contract_versions(contract),
         "can_edit": writable,
         "can_review": has_role(membership.role, REVIEW),
+        "enactments": teaching_reads.enactment_list(contract),
+        "can_unteach": has_role(membership.role, UNTEACH),
         "can_mark_audited": ws.can_mark_audited(contract, audit, counts),
         "selected": selected,
         "detail": detail,
