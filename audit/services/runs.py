@@ -88,6 +88,9 @@ def input_hash(
         parts.append("judge-invariants")
     if llm:  # another model or endpoint gives other answers: another run
         parts.append(f"llm:{llm['model']}@{llm['endpoint']}")
+    taught = taught_enactments(contract) if mode == RunMode.SEMANTIC else {}
+    if taught:  # enactments taught since are new inputs of a semantic run
+        parts.append("enactments:" + json.dumps(taught, sort_keys=True, ensure_ascii=False))
     for part in (*parts, canonical):
         h.update(part.encode("utf-8"))
         h.update(b"\0")

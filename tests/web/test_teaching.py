@@ -159,3 +159,16 @@ def test_a_corrected_pairing_makes_the_next_semantic_run_of_a_similar_trace_pair
         mode="token",
     )
     assert ("omission", "check_window") in _families(token.report)
+
+
+def test_the_same_trace_run_again_after_teaching_is_a_new_run_that_reads_the_enactment(
+    audited, login, django_capture_on_commit_callbacks
+):
+    client = login("reviewer")
+    first = _run(client, audited, django_capture_on_commit_callbacks)
+    client.post(
+        f"/r/{first.pk}/pair/", {"observed": _step_of(first, STEP), "expected": "check_window"}
+    )
+    again = _run(client, audited, django_capture_on_commit_callbacks)
+    assert again.pk != first.pk
+    assert ("omission", "check_window") not in _families(again.report)
