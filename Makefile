@@ -55,7 +55,7 @@ static/vendor/.installed: package.json
 run: install
 	@mkdir -p var
 	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py load_demo
+	HOST=$(HOST) PORT=$(PORT) $(BIN)/python manage.py load_demo
 	@echo "ContractEval at http://$(HOST):$(PORT)/ (web server + Celery worker; Ctrl-C stops both)"
 	@# Without CELERY_BROKER_URL the broker is var/celery-broker.sqlite3 (the settings' default).
 	@HOST=$(HOST) PORT=$(PORT) $(VENV_PATH) $(BIN)/honcho -f deploy/Procfile.local -d . start

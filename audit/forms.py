@@ -119,17 +119,63 @@ class NewNodeForm(NodeForm):
     end = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
 
 
+# An edge as the sentence it states, read from the node on screen: "this node must
+# happen before X" is source -> X, "must happen after X" is X -> this node.
+EDGE_RELATIONS = [
+    ("out:requires", "must happen before"),
+    ("in:requires", "must happen after"),
+    ("out:enables", "enables"),
+    ("in:enables", "is enabled by"),
+    ("out:branches_to", "branches to"),
+    ("in:branches_to", "is a branch of"),
+    ("out:produces", "produces"),
+    ("in:produces", "is produced by"),
+]
+EDGE_VERBS = {
+    "requires": "must happen before",
+    "enables": "enables",
+    "branches_to": "branches to",
+    "produces": "produces",
+}
+
+
 class EdgeForm(forms.Form):
+    """``relation`` (or ``direction`` + ``kind``) and the other node by id."""
+
     DIRECTIONS = [("out", "from this node to"), ("in", "to this node from")]
-    direction = forms.ChoiceField(choices=DIRECTIONS, initial="out")
-    kind = forms.ChoiceField(choices=EdgeKind.choices)
-    other = forms.ModelChoiceField(
-        queryset=Node.objects.none(), label="node", empty_label="— choose a node —"
+    relation = forms.ChoiceField(choices=EDGE_RELATIONS, required=False, label="relation")
+    direction = forms.ChoiceField(choices=DIRECTIONS, required=False)
+    kind = forms.ChoiceField(choices=EdgeKind.choices, required=False)
+    other = forms.CharField(
+        label="other node",
+        max_length=128,
+        widget=forms.TextInput(
+            attrs={"list": "ws-node-ids", "autocomplete": "off", "placeholder": "node id"}
+        ),
     )
 
     def __init__(self, *args, contract, node, **kwargs):
         super().__init__(*args, **kwargs)
-        _node_choices(self.fields["other"], contract, exclude=node)
+        self.contract, self.node = contract, node
+
+    def clean_other(self):
+        value = self.cleaned_data["other"].strip()
+        nodes = Node.objects.filter(contract=self.contract).exclude(pk=self.node.pk)
+        found = nodes.filter(node_id=value).first()
+        if found is None and value.isdigit():
+            found = nodes.filter(pk=int(value)).first()
+        if found is None:
+            raise forms.ValidationError(f"no other node with the id {value!r} in this contract")
+        return found
+
+    def clean(self):
+        super().clean()
+        data = self.cleaned_data
+        if data.get("relation"):
+            data["direction"], data["kind"] = data["relation"].split(":", 1)
+        elif not (data.get("direction") and data.get("kind")):
+            raise forms.ValidationError("choose how the two nodes relate")
+        return data
 
 
 class InvariantForm(forms.Form):

@@ -25,7 +25,7 @@ def summary(name: str, qs, full: bool) -> str:
     scans = [x.strip().split("  (")[0].lstrip("-> ") for x in lines if "Scan" in x]
     took = next(x for x in lines if "Execution Time" in x).split(":")[1].strip()
     sorted_all = "top-N heapsort" in text
-    out = f"{name:<34} {took:>10}  {'SORTS ALL ROWS' if sorted_all else 'index order'}  {scans[0]}"
+    out = f"{name:<36} {took:>10}  {'SORTS ALL ROWS' if sorted_all else 'index order'}  {scans[0]}"
     return out + ("\n" + text + "\n" if full else "")
 
 
@@ -33,29 +33,34 @@ def main() -> int:
     import django
 
     django.setup()
+    from django.contrib.auth import get_user_model
+
+    from audit.filters import InboxFilter, RunApiFilter, RunListFilter
     from audit.models import Project, Run
     from audit.selectors import runs as reads
 
     project = Project.objects.get(slug="demo")
     print(f"{Run.objects.filter(project=project).count():,} runs in project demo")
     full = "--full" in sys.argv
+    # the API's queryset (audit/api.py): the user's project ids first, then the filters
     api = Run.objects.filter(project_id=project.pk).select_related(
         "project", "contract", "created_by"
     )
     api = api.defer("observed", "overlay", "report")
     for params in ({}, {"verdict": "non_clean"}, {"status": "failed"}, {"family": "omission"}):
         label = "api list " + " ".join(f"{k}={v}" for k, v in params.items())
-        qs = reads.filter_runs(api, params)
+        qs = RunApiFilter({"project": "demo", **params}, queryset=api).qs
         print(summary(label, qs[:50], full))
-        print(summary("  count", qs.values("pk"), full))
-    page = reads.filter_runs(
-        project.runs.select_related("contract").defer("observed", "overlay", "report"), {}
-    )
-    print(summary("runs page", page[:50], full))
-    print(summary("inbox", reads.inbox(project, {})[:50], full))
-    print(summary("inbox family=omission", reads.inbox(project, {"family": "omission"})[:50], full))
-    old = Run.objects.filter(project__memberships__user__username="reviewer", project=project)
-    print(summary("(before) api list via membership join", old.order_by("-created_at")[:50], full))
+        print(summary("  its count (the API's page)", qs.values("pk"), full))
+    runs = project.runs.select_related("contract").defer("observed", "overlay", "report")
+    print(summary("runs page", RunListFilter({}, queryset=runs).qs[:50], full))
+    inbox = reads.inbox(project)
+    print(summary("inbox", InboxFilter({}, queryset=inbox).qs[:50], full))
+    family = InboxFilter({"family": "omission"}, queryset=inbox).qs
+    print(summary("inbox family=omission", family[:50], full))
+    user = get_user_model().objects.get(username="reviewer")
+    old = Run.objects.filter(project__memberships__user=user, project__slug="demo")
+    print(summary("(before) api list, membership join", old[:50], full))
     return 0
 
 

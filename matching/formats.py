@@ -136,7 +136,7 @@ def check_schema(doc: Any, name: str, *, file: str | None = None) -> None:
 
 
 def schema_errors(doc: Any, name: str) -> list[tuple[str, str, str]]:
-    """Every schema violation of ``doc`` against format ``name``.
+    """Every schema violation of ``doc`` against format ``name`` (compiled check first).
 
     Parameters
     ----------
@@ -150,6 +150,11 @@ def schema_errors(doc: Any, name: str) -> list[tuple[str, str, str]]:
     list of (str, str, str)
         ``(path, rule, message)``, sorted by path.
     """
+    try:
+        _fast(name)(doc)
+        return []
+    except fastjsonschema.JsonSchemaException:
+        pass
     out = []
     for err in _validator(name).iter_errors(doc):
         out.append((json_path(err.absolute_path), _rule_of(err), err.message))

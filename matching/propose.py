@@ -53,7 +53,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ProposalNote", "Proposals", "propose_heuristic", "suggest_id"]
+__all__ = ["ProposalNote", "Proposals", "propose_heuristic", "suggest_id", "suggest_type"]
 
 PROPOSER = "heuristic"
 
@@ -70,41 +70,11 @@ _REFUSAL_CUES = ("decline", "refuse")
 _VALIDATION_CUES = ("verify", "check", "confirm", "validate", "ensure")
 _OPTIONAL_CUES = ("optionally", "if needed", "if necessary", "may ", "you can ")
 _ID_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "to",
-        "of",
-        "for",
-        "and",
-        "or",
-        "by",
-        "on",
-        "in",
-        "at",
-        "with",
-        "from",
-        "this",
-        "that",
-        "these",
-        "those",
-        "your",
-        "their",
-        "its",
-        "be",
-        "is",
-        "are",
-        "was",
-        "it",
-        "as",
-        "any",
-        "all",
-        "each",
-        "every",
-        "if",
-        "when",
-    ]
+    re.findall(
+        r"\w+",
+        "a an the to of for and or by on in at with from this that these those your their its"
+        " be is are was it as any all each every if when",
+    )
 )
 
 
@@ -178,8 +148,23 @@ def _type_of(text: str) -> tuple[str, str | None]:
     return "action", None
 
 
+def suggest_type(text: str) -> str:
+    """The node type the cue words of ``text`` suggest, or ``"invariant"``.
+
+    >>> suggest_type("Never share the card number.")
+    'invariant'
+    >>> suggest_type("Verify the purchase belongs to the customer.")
+    'validation'
+    """
+    return _type_of(text)[0]
+
+
+_EMPHASIS = re.compile(r"\*\*|__|(?<![\w*])\*(?=\S)|(?<=\S)\*(?![\w*])|`")
+
+
 def _label(text: str) -> str:
-    label = " ".join(text.split()).rstrip(" .;:")
+    # Markdown emphasis marks are formatting of the artifact, not words of the label
+    label = " ".join(_EMPHASIS.sub("", text).split()).rstrip(" .;:")
     if len(label) > 90:
         cut = label[:90].rsplit(" ", 1)[0]
         label = cut.rstrip(" ,;:") + "…"

@@ -15,13 +15,14 @@ upload raises :class:`~matching.errors.ContractEvalError` naming what is wrong.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import ContractEvalError
 from .formats import OBSERVED, read_observed
-from .importers import INPUT_KINDS, detect_kind, last_agent_message, parse_select, render
+from .importers import INPUT_KINDS, ROLES, detect_kind, last_agent_message, parse_select, render
 from .trace import is_trace
 
 # The values a caller may pass (the web app stores them as its own choices).
@@ -172,6 +173,9 @@ def _recognise(kind: str, data: Any) -> tuple[str, Any]:
     return kind, data
 
 
+_ROLE_TAG = re.compile(r"\[(?:" + "|".join(ROLES) + r")\] ")
+
+
 def _json_or_none(text: str) -> Any:
     """The JSON of ``text`` if it opens like JSON, else None (pasted prose)."""
     stripped = text.strip()
@@ -180,6 +184,10 @@ def _json_or_none(text: str) -> Any:
     try:
         return json.loads(stripped)
     except json.JSONDecodeError as exc:
+        # A rendered trace (FORMAT.md §4) opens with a role tag such as "[user] ":
+        # that is text, not broken JSON.
+        if _ROLE_TAG.match(stripped):
+            return None
         # Text that opens like JSON is almost always a broken upload, not an agent's
         # answer: say so rather than evaluate it as prose.
         raise ContractEvalError(

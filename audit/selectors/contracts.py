@@ -11,7 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Max, Q
+from django.db.models import Count, F, Max, Q
 
 from ..models import Contract, Edge, Invariant, Node, Project, Query, ReviewStatus, Span
 
@@ -217,3 +217,96 @@ def project_contracts(project: Project) -> list[Contract]:
         )
         .order_by("key")
     )
+
+
+def node_rows(contract: Contract, node: Node) -> ContractRows:
+    """The rows the panel of ``node`` shows (its spans, parent, children, edges and their
+    other ends, the invariants that apply), in four queries whatever the contract's size."""
+    edges = list(
+        Edge.objects.filter(Q(source=node) | Q(target=node), contract=contract).order_by(
+            "position", "pk"
+        )
+    )
+    near = {e.source_id for e in edges} | {e.target_id for e in edges} | {node.pk}
+    if node.parent_id:
+        near.add(node.parent_id)
+    nodes = list(
+        Node.objects.filter(Q(pk__in=near) | Q(parent=node), contract=contract).order_by(
+            "position", "pk"
+        )
+    )
+    invariants = list(Invariant.objects.filter(contract=contract, applies_to=node))
+    return ContractRows(
+        contract=contract,
+        text=contract.artifact.text,
+        nodes=nodes,
+        spans={node.pk: list(Span.objects.filter(node=node).order_by("position", "pk"))},
+        edges=edges,
+        invariants=invariants,
+        invariant_spans={},
+        applies_to={inv.pk: [node.pk] for inv in invariants},
+        queries=[],
+    )
+
+
+ORDERING = ("requires", "enables", "branches_to")
+
+
+def ordering_path(contract: Contract, start: Node, goal: Node) -> list[str] | None:
+    """Node ids of a path of ordering edges from ``start`` to ``goal`` (both included),
+    or None: adding ``goal -> start`` would close that path into a cycle."""
+    succ: dict[int, list[int]] = defaultdict(list)
+    for s, t in Edge.objects.filter(contract=contract, kind__in=ORDERING).values_list(
+        "source_id", "target_id"
+    ):
+        succ[s].append(t)
+    came: dict[int, int | None] = {start.pk: None}
+    frontier = [start.pk]
+    while frontier and goal.pk not in came:
+        nxt = []
+        for pk in frontier:
+            for t in succ[pk]:
+                if t not in came:
+                    came[t] = pk
+                    nxt.append(t)
+        frontier = nxt
+    if goal.pk not in came:
+        return None
+    path: list[int] = []
+    at: int | None = goal.pk
+    while at is not None:
+        path.append(at)
+        at = came[at]
+    ids = dict(Node.objects.filter(pk__in=path).values_list("pk", "node_id"))
+    return [ids[pk] for pk in reversed(path)]
+
+
+def edge_problem(contract: Contract, source: Node, target: Node, kind: str) -> str:
+    """Why ``source -kind-> target`` cannot be added ("" when it can): it exists, or an
+    ordering edge would close a cycle (the message names the path that is there)."""
+    if source.pk == target.pk:
+        return "an edge needs two different nodes"
+    if Edge.objects.filter(contract=contract, source=source, target=target, kind=kind).exists():
+        return f"{source.node_id} {kind} {target.node_id} exists already"
+    if kind in ORDERING:
+        path = ordering_path(contract, target, source)
+        if path:
+            return (
+                f"that makes a cycle: {' → '.join(path)} already puts {target.node_id}"
+                f" before {source.node_id}"
+            )
+    return ""
+
+
+def enclosing_node(contract: Contract, start: int, end: int) -> Node | None:
+    """The node whose evidence holds ``[start, end)`` most tightly (a new node's likely
+    parent), or None."""
+    span = (
+        Span.objects.filter(node__contract=contract, start__lte=start, end__gte=end)
+        .exclude(node__review_status=ReviewStatus.REJECTED)
+        .annotate(length=F("end") - F("start"))
+        .order_by("length", "-pk")
+        .select_related("node")
+        .first()
+    )
+    return span.node if span else None

@@ -106,3 +106,14 @@ def family_rows(scores: Mapping[str, Any]) -> list[FamilyBar]:
             FamilyBar("clean (specificity)", clean["cases"], clean["specificity"], None, None)
         )
     return rows
+
+
+def next_unreviewed(run: Run) -> Run | None:
+    """The newest other inbox run of ``run``'s project that has no verdict yet."""
+    return (
+        inbox(run.project)
+        .filter(verdicts__isnull=True)
+        .exclude(pk=run.pk)
+        .order_by("-created_at", "-pk")
+        .first()
+    )

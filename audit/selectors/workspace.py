@@ -4,11 +4,14 @@ a node's detail, the audit history, and the query preview. Each works on the row
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from django.core.cache import cache
 
 from matching.conditioning import Expected, condition
 from matching.errors import ContractEvalError
@@ -88,11 +91,13 @@ class Segment:
     primary: str = ""
 
 
-def segments(rows: ContractRows) -> list[Segment]:
+def segments(rows: ContractRows, window: tuple[int, int] | None = None) -> list[Segment]:
     """The artifact cut at every span boundary; each piece knows the nodes covering it.
 
     A piece takes its colour from the shortest non-rejected span over it (the most
-    specific obligation), so nested evidence stays readable.
+    specific obligation), so nested evidence stays readable. With ``window``
+    (``(lo, hi)``, both span boundaries) only the pieces inside it, cut as they are in
+    the whole text.
     """
     text = rows.text
     marks: list[tuple[int, int, str, str, bool]] = []  # start, end, owner, css, rejected
@@ -105,8 +110,12 @@ def segments(rows: ContractRows) -> list[Segment]:
             marks.append(
                 (s.start, min(s.end, len(text)), f"inv:{inv.inv_id}", "hl t-invariant", False)
             )
+    if window is not None:
+        marks = [m for m in marks if m[1] > window[0] and m[0] < window[1]]
     out: list[Segment] = []
     for a, b, active in cut_text(text, [(m[0], m[1]) for m in marks]):
+        if window is not None and not window[0] <= a < window[1]:
+            continue
         if not active:
             out.append(Segment(a, text[a:b]))
             continue
@@ -155,8 +164,28 @@ def find_node(rows: ContractRows, node_id: str | None) -> Node | None:
     return next((n for n in rows.nodes if n.node_id == node_id), None)
 
 
+AUDIT_CACHE_SECONDS = 3600
+
+
+def cached_audit(doc: dict[str, Any]) -> Audit:
+    """The engine's audit of ``doc``, computed once per distinct document.
+
+    The key is a hash of the document itself, so any edit (from any service, or another
+    process sharing the cache) gives a new key and a stale audit is never served; review
+    decisions that do not change the exported document (confirm, undo) reuse it. The
+    JSON Schema validation inside the audit is most of its cost at 1,000 nodes.
+    """
+    body = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    key = "ce-audit:" + hashlib.sha256(body.encode()).hexdigest()
+    audit = cache.get(key)
+    if audit is None:
+        audit = audit_contract(doc)
+        cache.set(key, audit, AUDIT_CACHE_SECONDS)
+    return audit
+
+
 def audit_rows(rows: ContractRows) -> Audit:
-    return audit_contract(document_from_rows(rows))
+    return cached_audit(document_from_rows(rows))
 
 
 VERBS = {
@@ -173,6 +202,7 @@ VERBS = {
     "remove_evidence": "removed evidence from",
     "status": "changed the status of",
     "new_version": "started a new version of",
+    "undo": "set back to proposed",
 }
 
 
@@ -257,7 +287,7 @@ def query_preview(
     first outcome only to discover the decisions below it, and is shown as needing a choice.
     """
     doc = {**document_from_rows(rows), "queries": []}
-    structure = audit_contract(doc)
+    structure = cached_audit(doc)
     if structure.errors:
         return QueryPreview([], None, f"fix the {len(structure.errors)} audit error(s) first", {})
     parsed = contract_from_data(doc)

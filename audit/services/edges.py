@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from ..models import Contract, Edge, EdgeKind, Node
+from ..selectors.contracts import edge_problem
 from .common import ServiceError, editable, next_position, record, touch
 
 
@@ -17,8 +18,9 @@ def edge_create(*, contract: Contract, user, source: Node, target: Node, kind: s
     if kind not in EdgeKind.values:
         raise ServiceError(f"unknown edge kind {kind!r}")
     with transaction.atomic():
-        if contract.edges.filter(source=source, target=target, kind=kind).exists():
-            raise ServiceError(f"{source.node_id} -{kind}-> {target.node_id} exists already")
+        problem = edge_problem(contract, source, target, kind)
+        if problem:
+            raise ServiceError(problem)
         edge = Edge.objects.create(
             contract=contract,
             source=source,

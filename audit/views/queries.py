@@ -96,5 +96,5 @@ def query_delete(request, pk, query_pk):
         messages.error(request, str(exc))
     if not request.htmx:
         return redirect(workspace_url(contract))
-    ctx = workspace_context(request, contract, membership)
+    ctx = workspace_context(request, contract, membership, with_queries=True)
     return render(request, "audit/_update_queries.html", ctx)

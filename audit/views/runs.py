@@ -144,6 +144,7 @@ def _run_context(run, membership, verdict_form=None, verdict_error=""):
         "verdict_form": verdict_form or VerdictForm(),
         "verdict_error": verdict_error,
         **teaching_reads.correction_context(run, has_role(membership.role, TEACH)),
+        "next_unreviewed": run_reads.next_unreviewed(run),
     }
 
 
@@ -202,11 +203,16 @@ def run_verdict(request, pk):
         except services.ServiceError as exc:
             error = str(exc)
         else:
+            if request.htmx:  # the verdict bar again, with the new verdict on top
+                ctx = _run_context(run, membership)
+                return render(request, "audit/run.html#verdict_bar", ctx)
             messages.success(request, f"Verdict recorded on run {run.pk}.")
             return redirect(f"{reverse('audit:run_detail', args=[run.pk])}#verdicts")
     else:
         error = "choose whether you agree with the report"
     ctx = _run_context(run, membership, verdict_form=form, verdict_error=error)
+    if request.htmx:  # the error beside the form, where the reviewer is looking
+        return render(request, "audit/run.html#verdict_bar", ctx, status=422)
     return render(request, "audit/run.html", ctx, status=400)
 
 

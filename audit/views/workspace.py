@@ -13,73 +13,79 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from matching.propose import suggest_id
+from matching.propose import suggest_id, suggest_type
 
 from .. import services
-from ..forms import ContractDetailsForm, EdgeForm, NewNodeForm, NodeForm, QueryForm, SpanForm
-from ..models import Edge, Node, NodeType, Span
+from ..forms import (
+    EDGE_VERBS,
+    ContractDetailsForm,
+    EdgeForm,
+    NewNodeForm,
+    NodeForm,
+    QueryForm,
+    SpanForm,
+)
+from ..models import Edge, Node, NodeType, ReviewStatus, Span
 from ..permissions import EDIT, REVIEW, UNTEACH, VIEW, contract_for, has_role
 from ..selectors import contracts as contract_reads
 from ..selectors import teaching as teaching_reads
 from ..selectors import workspace as ws
-from .common import workspace_url
+from .common import form_errors, workspace_url
 
 
-def workspace_context(
-    request,
+def panel_context(
     contract,
     membership,
+    rows,
+    selected,
     *,
-    selected_id=None,
     panel="view",
     form=None,
     error="",
-    query_form=None,
-    preview=None,
-    edit_invariant=None,
+    edge_form=None,
+    edge_error="",
 ):
-    rows = contract_reads.load_contract_rows(contract)
-    audit = ws.audit_rows(rows)
-    counts = ws.status_counts(rows)
-    selected = ws.find_node(rows, selected_id)
+    """What the node panel needs, and nothing of the rest of the workspace."""
     writable = not contract.is_read_only and has_role(membership.role, EDIT)
     detail = ws.node_detail(rows, selected) if selected else None
-    if query_form is None:
-        query_form = QueryForm(intents=ws.intent_choices(rows))
-    if preview is None:
-        preview = ws.query_preview(rows, [], {})
+    if detail and writable and edge_form is None:
+        edge_form = EdgeForm(contract=contract, node=selected)
     return {
         "contract": contract,
         "project": contract.project,
         "membership": membership,
-        "rows": rows,
-        "outline": ws.outline(rows),
-        "segments": ws.segments(rows),
-        "audit": audit,
-        "findings": _findings(audit, rows),
-        "coverage_pct": round(audit.coverage * 100, 1),
-        "counts": counts,
-        "records": ws.history(contract),
-        "legend": [*NodeType.choices, ("invariant", "Invariant")],
-        "run": ws.latest_proposal_run(contract),
-        "versions": ws.contract_versions(contract),
         "can_edit": writable,
-        "can_review": has_role(membership.role, REVIEW),
-        "enactments": teaching_reads.enactment_list(contract),
-        "can_unteach": has_role(membership.role, UNTEACH),
-        "can_mark_audited": ws.can_mark_audited(contract, audit, counts),
         "selected": selected,
         "detail": detail,
         "panel": panel,
         "form": form,
-        "edge_form": EdgeForm(contract=contract, node=selected) if detail and writable else None,
+        "edge_form": edge_form if detail and writable else None,
+        "edge_error": edge_error,
+        "edge_verbs": EDGE_VERBS,
+        "panel_base": reverse("audit:node_panel", args=[contract.pk, 0]).removesuffix("0/"),
         "error": error,
-        "query_form": query_form,
-        "preview": preview,
-        "edit_invariant": edit_invariant,
+    }
+
+
+def header_context(contract, membership, rows, audit):
+    """The header (status, tally, actions) and the audit tab of ``rows``."""
+    counts = ws.status_counts(rows)
+    writable = not contract.is_read_only and has_role(membership.role, EDIT)
+    return {
+        "audit": audit,
+        "findings": _findings(audit, rows),
+        "coverage_pct": round(audit.coverage * 100, 1),
+        "counts": counts,
+        "run": ws.latest_proposal_run(contract),
+        "versions": ws.contract_versions(contract),
+        "can_review": has_role(membership.role, REVIEW),
+        "enactments": teaching_reads.enactment_list(contract),
+        "can_unteach": has_role(membership.role, UNTEACH),
+        "can_mark_audited": ws.can_mark_audited(contract, audit, counts),
         "details_form": _details_form(contract) if writable else None,
     }
 
@@ -104,8 +110,55 @@ def _findings(audit, rows) -> list[tuple[str, Any, int | None]]:
     ]
 
 
-def respond(request, contract, membership, *, node=None, error="", status=200, **extra):
-    """After a change: the updated workspace parts (htmx) or a redirect."""
+def workspace_context(
+    request,
+    contract,
+    membership,
+    *,
+    selected_id=None,
+    panel="view",
+    form=None,
+    error="",
+    query_form=None,
+    preview=None,
+    edit_invariant=None,
+    with_queries=False,
+    **panel_extra,
+):
+    """Everything the workspace page shows. The Queries tab (a second outline, the
+    engine's conditioning) is only built when asked for or ``with_queries``; the page
+    loads it when the tab is opened."""
+    rows = contract_reads.load_contract_rows(contract)
+    audit = ws.audit_rows(rows)
+    selected = ws.find_node(rows, selected_id)
+    ctx = panel_context(
+        contract, membership, rows, selected, panel=panel, form=form, error=error, **panel_extra
+    )
+    ctx.update(header_context(contract, membership, rows, audit))
+    if query_form is None and with_queries:
+        query_form = QueryForm(intents=ws.intent_choices(rows))
+    if preview is None and with_queries:
+        preview = ws.query_preview(rows, [], {})
+    ctx.update(
+        rows=rows,
+        outline=ws.outline(rows),
+        segments=ws.segments(rows),
+        records=ws.history(contract),
+        legend=[*NodeType.choices, ("invariant", "Invariant")],
+        query_form=query_form,
+        preview=preview,
+        edit_invariant=edit_invariant,
+        node_types=NodeType.choices,
+        statuses=ReviewStatus.choices,
+    )
+    return ctx
+
+
+def respond(
+    request, contract, membership, *, node=None, error="", status=200, light=False, **extra
+):
+    """After a change: the updated workspace parts (htmx) or a redirect. ``light``: the
+    change moved no span and no node (an edge): the outline and the text stay."""
     if not request.htmx:
         if error:
             messages.error(request, error)
@@ -118,7 +171,8 @@ def respond(request, contract, membership, *, node=None, error="", status=200, *
         error=error,
         **extra,
     )
-    return render(request, "audit/_update.html", ctx, status=status)
+    template = "audit/_update_light.html" if light else "audit/_update.html"
+    return render(request, template, ctx, status=status)
 
 
 @login_required
@@ -137,7 +191,8 @@ def node_panel(request, pk, node_pk):
     node = get_object_or_404(Node, pk=node_pk, contract=contract)
     if not request.htmx:
         return redirect(workspace_url(contract, node))
-    ctx = workspace_context(request, contract, membership, selected_id=node.node_id)
+    rows = contract_reads.node_rows(contract, node)
+    ctx = panel_context(contract, membership, rows, rows.by_pk[node.pk])
     return render(request, "audit/workspace.html#detail", ctx)
 
 
@@ -174,28 +229,11 @@ def node_edit(request, pk, node_pk):
     form = NodeForm(initial=NodeForm.initial_for(node), contract=contract, node=node)
     if not request.htmx:
         return redirect(workspace_url(contract, node))
-    ctx = workspace_context(
-        request, contract, membership, selected_id=node.node_id, panel="edit", form=form
+    rows = contract_reads.load_contract_rows(contract)
+    ctx = panel_context(
+        contract, membership, rows, rows.by_pk.get(node.pk), panel="edit", form=form
     )
     return render(request, "audit/workspace.html#detail", ctx)
-
-
-@login_required
-@vary_on_headers("HX-Request")
-@require_POST
-def node_review(request, pk, node_pk):
-    contract, membership = contract_for(request.user, pk, EDIT)
-    node = get_object_or_404(Node, pk=node_pk, contract=contract)
-    action = {"confirm": services.node_confirm, "reject": services.node_reject}.get(
-        request.POST.get("action", "")
-    )
-    if action is None:
-        return respond(request, contract, membership, node=node, error="unknown action", status=422)
-    try:
-        action(node=node, user=request.user)
-    except services.ServiceError as exc:
-        return respond(request, contract, membership, node=node, error=str(exc), status=422)
-    return respond(request, contract, membership, node=node)
 
 
 @login_required
@@ -232,6 +270,8 @@ def node_new(request, pk):
         return redirect(workspace_url(contract))
     start, end = span.cleaned_data["start"], span.cleaned_data["end"]
     quote = contract.artifact.text[start:end]
+    kind = suggest_type(quote)
+    enclosing = contract_reads.enclosing_node(contract, start, end)
     initial = {
         "start": start,
         "end": end,
@@ -239,12 +279,14 @@ def node_new(request, pk):
         "node_id": suggest_id(quote),
         "required": True,
         "combine": "all",
-        "type": "action",
-        "parent": request.GET.get("parent") or None,
+        "type": "action" if kind == "invariant" else kind,
+        "parent": request.GET.get("parent") or (enclosing.pk if enclosing else None),
     }
     form = NewNodeForm(initial=initial, contract=contract)
-    ctx = workspace_context(request, contract, membership, panel="new", form=form)
+    rows = contract_reads.load_contract_rows(contract)
+    ctx = panel_context(contract, membership, rows, None, panel="new", form=form)
     ctx["quote"] = quote
+    ctx["reads_as_invariant"] = kind == "invariant"
     return render(request, "audit/workspace.html#detail", ctx)
 
 
@@ -292,10 +334,9 @@ def edge_create(request, pk, node_pk):
     contract, membership = contract_for(request.user, pk, EDIT)
     node = get_object_or_404(Node, pk=node_pk, contract=contract)
     form = EdgeForm(request.POST, contract=contract, node=node)
+    fail = {"node": node, "status": 422, "light": True, "edge_form": form}
     if not form.is_valid():
-        return respond(
-            request, contract, membership, node=node, error="choose a node and a kind", status=422
-        )
+        return respond(request, contract, membership, edge_error=form_errors(form), **fail)
     other, kind = form.cleaned_data["other"], form.cleaned_data["kind"]
     source, target = (node, other) if form.cleaned_data["direction"] == "out" else (other, node)
     try:
@@ -303,8 +344,28 @@ def edge_create(request, pk, node_pk):
             contract=contract, user=request.user, source=source, target=target, kind=kind
         )
     except services.ServiceError as exc:
-        return respond(request, contract, membership, node=node, error=str(exc), status=422)
-    return respond(request, contract, membership, node=node)
+        return respond(request, contract, membership, edge_error=str(exc), **fail)
+    return respond(request, contract, membership, node=node, light=True)
+
+
+@login_required
+@vary_on_headers("HX-Request")
+@require_GET
+def edge_check(request, pk, node_pk):
+    """The sentence an edge would state, or why it cannot be added, before saving."""
+    contract, membership = contract_for(request.user, pk, VIEW)
+    node = get_object_or_404(Node, pk=node_pk, contract=contract)
+    form = EdgeForm(request.GET, contract=contract, node=node)
+    ctx = {"edge_error": "", "edge_ok": ""}
+    if request.GET.get("other", "").strip() and form.is_valid():
+        other, kind = form.cleaned_data["other"], form.cleaned_data["kind"]
+        out = form.cleaned_data["direction"] == "out"
+        source, target = (node, other) if out else (other, node)
+        ctx["edge_error"] = contract_reads.edge_problem(contract, source, target, kind)
+        ctx["edge_ok"] = f"{source.label} {EDGE_VERBS[kind]} {target.label}"
+    elif request.GET.get("other", "").strip():
+        ctx["edge_error"] = form_errors(form)
+    return render(request, "audit/workspace.html#edge_check", ctx)
 
 
 @login_required
@@ -319,5 +380,7 @@ def edge_delete(request, pk, edge_pk):
     try:
         services.edge_delete(edge=edge, user=request.user)
     except services.ServiceError as exc:
-        return respond(request, contract, membership, node=node, error=str(exc), status=422)
-    return respond(request, contract, membership, node=node)
+        return respond(
+            request, contract, membership, node=node, error=str(exc), status=422, light=True
+        )
+    return respond(request, contract, membership, node=node, light=True)

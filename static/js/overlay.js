@@ -643,8 +643,20 @@
     ]);
 
     // left: failures, unpaired steps, invariants
-    this.failList = h("ol", { class: "ce-fails" });
+    // Failures grouped by family, each group collapsible; every failure listed once.
+    this.failList = h("div", { class: "ce-fail-groups" });
+    const groups = new Map();
     p.failures.forEach((f, i) => {
+      if (!groups.has(f.family)) {
+        const list = h("ol", { class: "ce-fails" });
+        const count = p.failures.filter((x) => x.family === f.family).length;
+        const box = h("details", { class: "ce-fail-group", open: "" }, [
+          h("summary", {}, [chip("fam", f.family, FAMILY_NAMES[f.family] || f.family), h("span", { class: "ce-muted", text: " " + count })]),
+          list,
+        ]);
+        groups.set(f.family, list);
+        this.failList.appendChild(box);
+      }
       const item = h("li", {}, [
         h("button", {
           type: "button",
@@ -660,7 +672,7 @@
           h("span", { class: "ce-fail-detail", text: f.detail }),
         ]),
       ]);
-      this.failList.appendChild(item);
+      groups.get(f.family).appendChild(item);
     });
     const unpaired = p.observed.filter((o) => o.status !== "paired" && o.status !== "output");
     this.extraList = h("ul", { class: "ce-extras" });
@@ -777,7 +789,7 @@
     this.traceMarks = renderSpans(this.traceBox, p.trace.text || "", traceSpans, (owner) => this.selectOwner(owner));
     let outputBlock = null;
     if (p.trace.output !== null && p.trace.output !== undefined) {
-      outputBlock = h("div", { class: "ce-output" }, [h("div", { class: "ce-output-h", text: "Final output" }), h("pre", { class: "ce-output-body", text: p.trace.output })]);
+      outputBlock = h("div", { class: "ce-output" }, [h("div", { class: "ce-output-h", text: "Final output" }), h("pre", { class: "ce-output-body", tabindex: "0", text: p.trace.output })]);
     }
     const right = h("section", { class: "ce-right" }, [
       h("div", { class: "ce-panel" }, [
@@ -879,6 +891,21 @@
       }
     }
     this.fit();
+    // Fit again whenever the graph's pane changes size (window resize, panes moved);
+    // the size the first layout saw may not be the one the page settles on.
+    if (global.ResizeObserver && !this.resizeObserver) {
+      let timer = null;
+      let last = "";
+      this.resizeObserver = new global.ResizeObserver(() => {
+        const box = this.cy.container();
+        const size = box.clientWidth + "x" + box.clientHeight;
+        if (size === last) return;
+        last = size;
+        clearTimeout(timer);
+        timer = setTimeout(() => this.fit(), 60);
+      });
+      this.resizeObserver.observe(cy.container());
+    }
 
     cy.on("tap", "node", (ev) => this.select("node", this.drawnToPayload(ev.target.id())));
     cy.on("tap", "edge", (ev) => {
@@ -994,6 +1021,8 @@
       invIds.push(...f.invariants);
       for (const x of f.nodes) for (const o of this.nodes.get(x) ? this.nodes.get(x).observed : []) relatedObs.push(o.id);
       const btn = this.failList.querySelector('[data-failure="' + Number(id) + '"]');
+      const group = btn && btn.closest("details");
+      if (group) group.open = true;
       if (btn) btn.classList.add("is-selected");
     } else {
       return;
@@ -1142,6 +1171,7 @@
   };
 
   Overlay.prototype.destroy = function () {
+    if (this.resizeObserver) this.resizeObserver.disconnect();
     if (this.cy) this.cy.destroy();
     while (this.root.firstChild) this.root.removeChild(this.root.firstChild);
     this.root.classList.remove("ce-ov");

@@ -31,3 +31,31 @@
     }
   });
 })();
+
+/* Run page keys: a (agree) and d (disagree) pick the verdict and put the cursor in the
+ * note; n opens the next unreviewed run. A refused verdict comes back beside the form
+ * (htmx) and takes the focus. */
+(function () {
+  "use strict";
+  document.addEventListener("keydown", function (ev) {
+    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    if (ev.target.closest && ev.target.closest("input, textarea, select, [contenteditable]")) return;
+    const form = document.querySelector("[data-testid=verdict-form]");
+    if (!form) return;
+    const pick = { a: "yes", d: "no" }[ev.key];
+    if (pick) {
+      const radio = form.querySelector("input[name=agrees][value=" + pick + "]");
+      if (radio) radio.checked = true;
+      const note = form.querySelector("textarea[name=note]");
+      if (note) note.focus();
+      ev.preventDefault();
+    } else if (ev.key === "n") {
+      const next = document.querySelector("[data-testid=next-unreviewed]");
+      if (next) { next.click(); ev.preventDefault(); }
+    }
+  });
+  document.body.addEventListener("htmx:afterSwap", function () {
+    const err = document.getElementById("verdict-error");
+    if (err) err.focus();
+  });
+})();

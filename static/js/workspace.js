@@ -13,6 +13,9 @@
   let tab = ws.dataset.tab || "audit"; // a link without htmx may open another tab
   let selection = null; // {start, end} in code points of the artifact
 
+  // Settle at once: the key queue below reads the panel right after each answer
+  htmx.config.defaultSettleDelay = 0;
+
   // ---- CSRF for every htmx request (also htmx.ajax calls from this file)
   const csrf = JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"];
   document.body.addEventListener("htmx:configRequest", (e) => {
@@ -47,14 +50,30 @@
 
   // ---- tabs of the side panel
   function applyTab() {
-    $$(".tab").forEach((t) => t.classList.toggle("is-active", t.dataset.tab === tab));
+    $$(".tab").forEach((t) => {
+      t.classList.toggle("is-active", t.dataset.tab === tab);
+      t.setAttribute("aria-selected", String(t.dataset.tab === tab));
+    });
     $$(".tab-panel").forEach((p) => { p.hidden = p.dataset.panel !== tab; });
   }
+  // The Queries tab is built on demand, and again after any change elsewhere, so its
+  // decisions and preview follow the contract as it is now.
+  let queriesStale = false;
+  function loadQueries() {
+    const panel = $("#ws-queries");
+    if (tab !== "queries" || !panel || !(panel.dataset.lazy || queriesStale)) return;
+    queriesStale = false;
+    htmx.ajax("GET", ws.dataset.queriesUrl, { target: "#ws-queries", swap: "outerHTML" });
+  }
+  document.body.addEventListener("htmx:afterRequest", (e) => {
+    const verb = (e.detail.requestConfig?.verb || "").toLowerCase();
+    if (verb === "post" && !e.detail.elt.closest?.("#ws-queries")) queriesStale = true;
+  });
   document.addEventListener("click", (e) => {
     const t = e.target.closest(".tab");
-    if (t) { tab = t.dataset.tab; applyTab(); }
+    if (t) { tab = t.dataset.tab; applyTab(); loadQueries(); }
   });
-  if (tab !== "audit") applyTab();
+  if (tab !== "audit") { applyTab(); loadQueries(); }
 
   // ---- after every swap: keep the selection, the tab and the URL in step
   document.body.addEventListener("htmx:afterSettle", (e) => {
@@ -161,52 +180,149 @@
     if (b) selAction(b.dataset.sel);
   });
 
-  // ---- outline filter
+  // ---- outline filter: text, status and type; the bulk buttons act on what it shows
   const filter = $("#outline-filter");
+  const byStatus = $("#outline-status");
+  const byType = $("#outline-type");
+  const shownItems = () => $$("#ws-outline li.ol-item").filter((li) => !li.hidden);
   function applyFilter() {
     const q = (filter.value || "").trim().toLowerCase();
+    const st = byStatus ? byStatus.value : "";
+    const ty = byType ? byType.value : "";
     $$("#ws-outline li.ol-item").forEach((li) => {
-      li.hidden = q !== "" && !li.textContent.toLowerCase().includes(q) && !li.dataset.node.toLowerCase().includes(q);
+      const text = q === "" || li.textContent.toLowerCase().includes(q) || li.dataset.node.toLowerCase().includes(q);
+      li.hidden = !text || (st !== "" && li.dataset.status !== st) || (ty !== "" && li.dataset.type !== ty);
     });
+    const n = shownItems().length;
+    $$("[data-shown]").forEach((el) => { el.textContent = String(n); });
   }
-  filter.addEventListener("input", applyFilter);
+  [filter, byStatus, byType].forEach((el) => el && el.addEventListener("input", applyFilter));
+  applyFilter();
+
+  // ---- short notices where the reviewer is looking (read out by screen readers too)
+  const live = $("#ws-live");
+  function say(message) {
+    if (!live) return;
+    live.textContent = message;
+    live.hidden = false;
+    clearTimeout(say.timer);
+    say.timer = setTimeout(() => { live.hidden = true; }, 3000);
+  }
+
+  // ---- requests in flight: a key waits until the screen shows the answer of the last one
+  const pending = new Set();
+  document.body.addEventListener("htmx:beforeRequest", (e) => {
+    if (!e.detail.elt.closest?.("[hx-trigger^='every']")) pending.add(e.detail.xhr);
+  });
+  document.body.addEventListener("htmx:afterRequest", (e) => {
+    pending.delete(e.detail.xhr);
+    setTimeout(drain, 0);
+  });
+  const busy = () => pending.size > 0;
+
+  // ---- after a swap of the panel: focus what the user will act on next
+  document.body.addEventListener("htmx:afterSwap", (e) => {
+    const detail = $("#ws-detail");
+    if (!detail || !(e.detail.target === detail || e.detail.target?.id === "ws-detail")) return;
+    const err = $(".alert.error, .error-text", detail);
+    const field = $("input:not([type=hidden]), select, textarea", $("form.node-form, form.inv-form", detail) || document.createElement("div"));
+    if (err) { err.setAttribute("tabindex", "-1"); err.focus(); }
+    else if (field) field.focus();
+  });
+
+  // ---- review decisions
+  function bulk(action) {
+    const items = shownItems();
+    if (!items.length) { say("No node shown to review"); return false; }
+    const detail = $("#ws-detail");
+    const values = { action, node: items.map((li) => `${li.dataset.pk}:${li.dataset.version}`) };
+    if (detail?.dataset.pk) values.selected = detail.dataset.pk;
+    const url = $(`[data-bulk="${action}"]`).dataset.url;
+    htmx.ajax("POST", url, { target: "#ws-detail", swap: "outerHTML", values });
+    return true;
+  }
+  document.addEventListener("click", (e) => {
+    const b = e.target.closest("[data-bulk]");
+    if (b) bulk(b.dataset.bulk);
+  });
+  function undo() {
+    const b = $("#ws-undo [data-key=u]");
+    if (!b || b.hidden) { say("Nothing to undo"); return false; }
+    b.click();
+    return true;
+  }
 
   // ---- keyboard
   const help = $("#help");
-  const toggleHelp = (show) => { help.hidden = show === undefined ? !help.hidden : !show; };
+  let helpReturn = null;
+  const toggleHelp = (show) => {
+    const open = show === undefined ? help.hidden : show;
+    help.hidden = !open;
+    if (open) { helpReturn = document.activeElement; $("[data-help-close]", help).focus(); }
+    else if (helpReturn) { helpReturn.focus?.(); helpReturn = null; }
+  };
   document.addEventListener("click", (e) => {
     if (e.target.closest("[data-help]")) toggleHelp(true);
     else if (e.target.closest("[data-help-close]") || e.target === help) toggleHelp(false);
   });
   function move(step, onlyProposed) {
-    const items = $$("#ws-outline li.ol-item").filter((li) => !li.hidden);
-    if (!items.length) return;
-    let i = items.findIndex((li) => li.dataset.node === current);
+    const items = shownItems();
+    if (!items.length) return false;
+    const here = $("#ws-detail")?.dataset.node || current;
+    let i = items.findIndex((li) => li.dataset.node === here);
     for (let n = 0; n < items.length; n++) {
       i = i < 0 ? (step > 0 ? 0 : items.length - 1) : (i + step + items.length) % items.length;
-      if (!onlyProposed || items[i].classList.contains("s-proposed")) {
+      if (!onlyProposed || items[i].dataset.status === "proposed") {
         openNode(items[i].dataset.node);
-        return;
+        return true;
       }
     }
+    say("No proposed node left");
+    return false;
   }
+  const STATUS_OF = { c: "confirmed", r: "rejected" };
   function press(key) {
     const b = $(`#ws-detail [data-key="${key}"]`);
-    if (b && !b.disabled) b.click();
+    if (!b) return false;
+    if (b.disabled) {
+      const status = STATUS_OF[key];
+      if (status) say(`${$("#ws-detail").dataset.node} is already ${status}`);
+      return false;
+    }
+    b.click();
+    return true;
+  }
+  // What each key does, run only when no request is in flight (see drain)
+  const ACTIONS = {
+    j: () => move(1), ArrowDown: () => move(1),
+    k: () => move(-1), ArrowUp: () => move(-1),
+    p: () => move(1, true),
+    c: () => press("c"), r: () => press("r"), e: () => press("e"),
+    u: () => undo(), undo: () => undo(),
+  };
+  const queue = [];
+  function drain() {
+    while (queue.length && !busy()) ACTIONS[queue.shift()]();
   }
   document.addEventListener("keydown", (e) => {
-    if (e.metaKey || e.ctrlKey || e.altKey) return;
     if (e.target.closest("input, textarea, select, [contenteditable]")) {
       if (e.key === "Escape") e.target.blur();
       return;
     }
+    if ((e.ctrlKey || e.metaKey) && !e.altKey && e.key.toLowerCase() === "z") {
+      queue.push("undo");
+      drain();
+      e.preventDefault();
+      return;
+    }
+    if (e.metaKey || e.ctrlKey || e.altKey) return;
+    if (ACTIONS[e.key] && e.key !== "undo") {
+      queue.push(e.key);
+      drain();
+      e.preventDefault();
+      return;
+    }
     switch (e.key) {
-      case "j": move(1); break;
-      case "k": move(-1); break;
-      case "p": move(1, true); break;
-      case "c": press("c"); break;
-      case "r": press("r"); break;
-      case "e": press("e"); break;
       case "n": if (!selAction("node")) return; break;
       case "a": if (!selAction("evidence")) return; break;
       case "?": toggleHelp(); break;

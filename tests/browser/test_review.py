@@ -153,15 +153,35 @@ def test_a_reviewer_uploads_a_trace_reads_the_overlay_and_records_a_verdict(
     page.wait_for_timeout(300)
     shot(page, "review-run")
 
-    # a failure in the list selects its place in the overlay
+    # one screen at 1100 x 800: the window does not scroll, the graph (fitted again to
+    # its new pane) and the verdict bar are in view
+    page.set_viewport_size({"width": 1100, "height": 800})
+    page.wait_for_timeout(400)
+    assert page.evaluate("() => document.scrollingElement.scrollHeight <= innerHeight + 1")
+    assert page.locator("#overlay .ce-cy-wrap").is_visible()
+    assert page.locator("#verdicts").is_visible()
+
+    # a failure in the overlay's list (grouped by family, shown once) selects its place
     assert run.report["failures"], "the example trace skips the ownership check"
-    page.locator("a.failure-link[data-failure='0']").click()
+    page.locator("#overlay button[data-failure='0']").click()
     page.wait_for_function(
         "() => document.getElementById('overlay').dataset.selected === 'failure:0'"
         " || (document.getElementById('overlay').dataset.selected || '').length > 0"
     )
     page.wait_for_timeout(600)
     shot(page, "review-overlay")
+
+    # the details of the clicked failure sit beside the graph, within the viewport
+    box = page.locator("#overlay .ce-details").bounding_box()
+    assert box and box["y"] + 20 < page.viewport_size["height"]
+
+    # disagreeing without a note: the error appears beside the form and takes the focus
+    page.keyboard.press("d")
+    assert page.evaluate("() => document.activeElement.name") == "note"
+    page.click("text=Record verdict")
+    page.wait_for_selector("[data-testid=verdict-error]")
+    assert page.evaluate("() => document.activeElement.id") == "verdict-error"
+    assert page.evaluate("() => document.scrollingElement.scrollTop") == 0
 
     # record a verdict
     page.locator("#verdicts").scroll_into_view_if_needed()

@@ -75,6 +75,7 @@ def test_a_pairing_corrected_in_the_browser_is_paired_by_the_next_run(live_serve
     page.fill("input[name=password]", PASSWORD)
     page.click("button[type=submit]")
     page.goto(f"{live_server.url}/r/{first.pk}/")
+    page.locator("[data-testid=run-correction] > summary").click()
     form = page.locator("[data-testid=pair-form]")
     form.locator("select[name=observed]").select_option(step)
     form.locator("select[name=expected]").select_option("check_window")
@@ -87,7 +88,7 @@ def test_a_pairing_corrected_in_the_browser_is_paired_by_the_next_run(live_serve
     paired = {a["expected"]: a["observed"] for a in later.report["alignment"]}
     assert paired.get("check_window") == _step(later, "Twelve days on the calendar")
     page.goto(f"{live_server.url}/r/{later.pk}/")
-    page.wait_for_selector("[data-testid=weak-count]")
+    page.wait_for_selector("[data-testid=weak-total]")
     assert ("omission", "check_window") not in {
         (f["family"], f["location"]) for f in later.report["failures"]
     }

@@ -72,16 +72,15 @@ def test_annotator_confirms_with_the_keyboard_and_adds_a_node_from_a_selection(
     assert page.inner_text("[data-testid=node-status]").lower() == "proposed"
     first = page.get_attribute("#ws-detail", "data-node")
     assert page.locator(f'#ws-text [data-n~="{first}"].is-sel').count() >= 1
+    # c confirms it and opens the next node to review
     page.keyboard.press("c")
-    page.wait_for_function(
-        "() => document.querySelector('[data-testid=node-status]').textContent === 'Confirmed'"
-    )
-    assert draft.nodes.get(node_id=first).review_status == "confirmed"
-    page.keyboard.press("j")
     page.wait_for_function(
         f"() => document.querySelector('#ws-detail').dataset.node !== {json.dumps(first)}"
     )
+    assert draft.nodes.get(node_id=first).review_status == "confirmed"
+    assert "s-confirmed" in page.get_attribute(f'#ws-outline li[data-node="{first}"]', "class")
     second = page.get_attribute("#ws-detail", "data-node")
+    assert page.inner_text("[data-testid=node-status]").lower() == "proposed"
     page.wait_for_selector(f'#ws-text [data-n~="{second}"].is-sel')
     shot(page, "workspace")
 

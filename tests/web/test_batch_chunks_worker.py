@@ -35,7 +35,7 @@ def queue(transactional_db, monkeypatch):
 
     require_service(redis_up(), f"Redis is not reachable at {REDIS_URL}")
     name = new_queue()
-    sender = Celery(broker=REDIS_URL, set_as_current=False)
+    sender = Celery(broker=REDIS_URL, set_as_current=False)  # the app stays current
     monkeypatch.setattr(
         enqueue,
         "enqueue_batch",

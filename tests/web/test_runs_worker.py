@@ -33,7 +33,7 @@ def worker(transactional_db, monkeypatch):
     require_service(redis_up(), f"Redis is not reachable at {REDIS_URL}")
     queue = new_queue()
     proc = start_worker(queue)
-    sender = Celery(broker=REDIS_URL, set_as_current=False)
+    sender = Celery(broker=REDIS_URL, set_as_current=False)  # the app stays current
     for hook, name in (("enqueue_run", "execute_run"), ("enqueue_batch", "execute_batch")):
         monkeypatch.setattr(
             enqueue,

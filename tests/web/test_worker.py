@@ -29,7 +29,7 @@ def test_a_celery_worker_process_completes_a_proposal_run(
     queue = new_queue()
     worker = start_worker(queue)
     try:
-        sender = Celery(broker=REDIS_URL, set_as_current=False)
+        sender = Celery(broker=REDIS_URL, set_as_current=False)  # the app stays current
         sender.send_task("audit.tasks.run_proposals", args=[run.pk], queue=queue)
         wait_for(run, worker, 60)
     finally:

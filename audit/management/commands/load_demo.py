@@ -8,6 +8,7 @@ again changes nothing: a contract already loaded with the same document is skipp
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from django.conf import settings
@@ -73,7 +74,9 @@ class Command(BaseCommand):
                 f"Demo project ready: {loaded} contract(s) loaded, {skipped} already there."
             )
         )
-        self.stdout.write("Sign in at http://127.0.0.1:8000/login/ as one of:")
+        # `make run` passes the HOST and PORT it serves on
+        host, port = os.environ.get("HOST", "127.0.0.1"), os.environ.get("PORT", "8000")
+        self.stdout.write(f"Sign in at http://{host}:{port}/login/ as one of:")
         for username, role, password in DEMO_USERS:
             self.stdout.write(f"  {role.label:<10} {username} / {password}")
 

@@ -1,0 +1,27 @@
+"""Small wording filters shared by the templates (``{% load audit_text %}``)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django import template
+from django.utils import timezone
+from django.utils.timesince import timesince
+
+register = template.Library()
+
+
+@register.filter
+def ago(value: datetime | None) -> str:
+    """``"just now"`` under a minute (timesince alone says "0 minutes"), else "3 hours ago"."""
+    if not value:
+        return ""
+    if timezone.now() - value < timedelta(minutes=1):
+        return "just now"
+    return f"{timesince(value)} ago"
+
+
+@register.filter
+def get_item(mapping: dict, key: str):
+    """``mapping[key]`` in a template (None when absent)."""
+    return mapping.get(key) if hasattr(mapping, "get") else None

@@ -1,0 +1,126 @@
+"""Review decisions in the workspace: one node (the keys c / r), the filtered outline
+(bulk), and undo. Each request names the nodes with the versions shown on screen; the
+htmx answer carries only what changed: the next node's panel, the changed outline rows
+and highlights, the header, the audit tab, the new history records and the undo button.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from .. import services
+from ..models import Node
+from ..permissions import EDIT, contract_for
+from ..selectors import contracts as contract_reads
+from ..selectors import reviews as review_reads
+from ..selectors import workspace as ws
+from ..services.reviews import StaleReview, nodes_review
+from .common import workspace_url
+from .workspace import header_context, panel_context
+
+
+def _pairs(values: list[str]) -> list[tuple[int, int]]:
+    """``["12:3", …]`` (node pk : version seen) as pairs; malformed entries are an error."""
+    out = []
+    for v in values:
+        pk, _, version = v.partition(":")
+        if not (pk.isdigit() and version.isdigit()):
+            raise services.ServiceError(f"malformed node reference {v[:40]!r}")
+        out.append((int(pk), int(version)))
+    return out
+
+
+def _update(
+    request, contract, membership, *, selected, changed=(), undo=(), error="", status=200, rows=None
+):
+    """The htmx answer to a review: the panel of ``selected`` and what ``changed``."""
+    rows = rows or contract_reads.load_contract_rows(contract)
+    order = ws.outline(rows)
+    selected = rows.by_pk.get(selected.pk) if selected else None
+    ctx = panel_context(contract, membership, rows, selected, error=error)
+    ctx.update(header_context(contract, membership, rows, ws.audit_rows(rows)))
+    previous = {node.pk: before for node, before in changed}
+    ctx.update(
+        changed_rows=[row for row in order if row.node.pk in previous],
+        changed_segments=review_reads.changed_segments(rows, previous),
+        records=ws.history(contract, limit=len(previous)) if previous else [],
+        undo=undo,
+        undo_count=len(undo),
+    )
+    return render(request, "audit/_review_update.html", ctx, status=status)
+
+
+def _decide(request, contract, membership, *, action, refs, selected, advance):
+    """Apply ``action`` to ``refs`` and answer; a conflict or refusal shows inline."""
+    try:
+        changed = nodes_review(contract=contract, user=request.user, action=action, nodes=refs)
+    except services.ServiceError as exc:
+        code = 409 if isinstance(exc, StaleReview) else 422
+        if not request.htmx:
+            messages.error(request, str(exc))
+            return redirect(workspace_url(contract, selected))
+        return _update(
+            request, contract, membership, selected=selected, error=str(exc), status=code
+        )
+    if not request.htmx:
+        return redirect(workspace_url(contract, selected))
+    rows = contract_reads.load_contract_rows(contract)
+    if advance and selected is not None:
+        selected = review_reads.next_to_review(ws.outline(rows), rows.by_pk.get(selected.pk))
+    undo = [] if action == "undo" else [(n.pk, n.version) for n, _ in changed]
+    return _update(
+        request, contract, membership, selected=selected, changed=changed, undo=undo, rows=rows
+    )
+
+
+@login_required
+@vary_on_headers("HX-Request")
+@require_POST
+def node_review(request, pk, node_pk):
+    """Confirm or reject one node; ``version`` is the version on screen."""
+    contract, membership = contract_for(request.user, pk, EDIT)
+    node = get_object_or_404(Node, pk=node_pk, contract=contract)
+    version = request.POST.get("version", "")
+    seen = int(version) if version.isdigit() else node.version
+    action = request.POST.get("action", "")
+    if action not in ("confirm", "reject"):
+        action = "unknown"
+    return _decide(
+        request,
+        contract,
+        membership,
+        action=action,
+        refs=[(node.pk, seen)],
+        selected=node,
+        advance=request.POST.get("advance") == "1",
+    )
+
+
+@login_required
+@vary_on_headers("HX-Request")
+@require_POST
+def nodes_review_many(request, pk):
+    """Confirm, reject or undo every node listed (``node`` = ``pk:version``), e.g. the
+    outline as filtered on screen; ``selected`` keeps the panel on the node it shows."""
+    contract, membership = contract_for(request.user, pk, EDIT)
+    selected_pk = request.POST.get("selected", "")
+    selected = (
+        Node.objects.filter(pk=int(selected_pk), contract=contract).first()
+        if selected_pk.isdigit()
+        else None
+    )
+    action = request.POST.get("action", "")
+    try:
+        refs = _pairs(request.POST.getlist("node"))
+    except services.ServiceError as exc:
+        return _update(request, contract, membership, selected=selected, error=str(exc), status=422)
+    if action == "undo" and refs:
+        first = Node.objects.filter(pk=refs[0][0], contract=contract).first()
+        selected = first or selected
+    return _decide(
+        request, contract, membership, action=action, refs=refs, selected=selected, advance=False
+    )
