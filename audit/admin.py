@@ -1,3 +1,7 @@
+"""The Django admin. A contract that is audited is read-only here too: its row and its
+nodes, edges, invariants and queries can be viewed, not changed or deleted (a change
+would bypass the services and leave no audit record)."""
+
 from django.contrib import admin
 
 from .models import (
@@ -33,25 +37,59 @@ class ArtifactAdmin(admin.ModelAdmin):
     readonly_fields = ["content_hash"]
 
 
+class AuditedReadOnly(admin.ModelAdmin):
+    """Change and delete only what belongs to a contract that is not audited."""
+
+    def contract_of(self, obj):
+        return obj.contract
+
+    def _audited(self, obj) -> bool:
+        return obj is not None and self.contract_of(obj).is_read_only
+
+    def has_change_permission(self, request, obj=None):
+        return not self._audited(obj) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return not self._audited(obj) and super().has_delete_permission(request, obj)
+
+
 @admin.register(Contract)
-class ContractAdmin(admin.ModelAdmin):
+class ContractAdmin(AuditedReadOnly):
     list_display = ["key", "version", "status", "project", "updated_at"]
     list_filter = ["status", "project"]
     search_fields = ["key", "title"]
     raw_id_fields = ["artifact", "previous"]
 
+    def contract_of(self, obj):
+        return obj
+
 
 @admin.register(Node)
-class NodeAdmin(admin.ModelAdmin):
+class NodeAdmin(AuditedReadOnly):
     list_display = ["node_id", "type", "review_status", "contract", "proposer"]
     list_filter = ["type", "review_status"]
     search_fields = ["node_id", "label"]
     raw_id_fields = ["contract", "parent"]
 
 
-admin.site.register(Edge)
-admin.site.register(Invariant)
-admin.site.register(Query)
+@admin.register(Edge)
+class EdgeAdmin(AuditedReadOnly):
+    list_display = ["contract", "source", "kind", "target"]
+    raw_id_fields = ["contract", "source", "target"]
+
+
+@admin.register(Invariant)
+class InvariantAdmin(AuditedReadOnly):
+    list_display = ["inv_id", "label", "contract"]
+    raw_id_fields = ["contract"]
+
+
+@admin.register(Query)
+class QueryAdmin(AuditedReadOnly):
+    list_display = ["query_id", "contract"]
+    raw_id_fields = ["contract"]
+
+
 admin.site.register(ProposalRun)
 
 

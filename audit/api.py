@@ -16,12 +16,13 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from . import services
 from .filters import BatchApiFilter, ContractApiFilter, QueryApiFilter, RunApiFilter
+from .guards import LimitedJSONParser
 from .models import Batch, Contract, Project, Query, Run
 from .permissions import BATCH, IMPORT, RUN, VERDICT, ProjectRole, project_for, require, roles_of
 from .selectors import exports
@@ -77,13 +78,13 @@ class ContractViewSet(viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT}, description="The contract document.")
     @action(detail=True, methods=["get"])
-    def export(self, request, pk=None):
+    def export(self, request, pk=None, format=None):
         """The ``contracteval.contract/v1`` document of this version."""
         return Response(export_document(self.get_object()))
 
     @extend_schema(request=ContractImportSerializer, responses={201: ContractSerializer})
     @action(detail=False, methods=["post"], url_path="import", url_name="import")
-    def import_(self, request):
+    def import_(self, request, format=None):
         """Import a contract document into a project (reviewer role); an existing id
         becomes its next version. A document with an error is not stored (400)."""
         body = ContractImportSerializer(data=request.data)
@@ -126,7 +127,7 @@ class RunViewSet(
     ``verdict``, ``family``, ``reviewed``.
     """
 
-    parser_classes = [JSONParser, FormParser, MultiPartParser]
+    parser_classes = [LimitedJSONParser, FormParser, MultiPartParser]
     permission_classes = [IsAuthenticated, ProjectRole]
     required_roles = {"verdicts:POST": VERDICT}
     filterset_class = RunApiFilter
@@ -193,7 +194,7 @@ class RunViewSet(
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get"])
-    def report(self, request, pk=None):
+    def report(self, request, pk=None, format=None):
         """The ``contracteval.report/v1`` of a finished run (404 until it is done)."""
         run = self.get_object()
         if run.report is None:
@@ -202,13 +203,13 @@ class RunViewSet(
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get"])
-    def export(self, request, pk=None):
+    def export(self, request, pk=None, format=None):
         """The run as one JSON document: inputs, status, report, verdicts."""
         return Response(exports.run_export(self.get_object()))
 
     @extend_schema(request=None, responses={200: RunSerializer})
     @action(detail=True, methods=["post"])
-    def retry(self, request, pk=None):
+    def retry(self, request, pk=None, format=None):
         """Queue a failed run again, or one stuck running (its worker died): runner role."""
         run = self.get_object()
         require(request.user, run.project_id, RUN)
@@ -218,9 +219,15 @@ class RunViewSet(
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         return Response(RunSerializer(run, context=self.get_serializer_context()).data)
 
-    @extend_schema(request=VerdictSerializer, responses={200: VerdictSerializer(many=True)})
-    @action(detail=True, methods=["get", "post"], serializer_class=VerdictSerializer)
-    def verdicts(self, request, pk=None):
+    @extend_schema(methods=["GET"], responses={200: VerdictSerializer(many=True)})
+    @extend_schema(methods=["POST"], request=VerdictSerializer, responses={201: VerdictSerializer})
+    @action(
+        detail=True,
+        methods=["get", "post"],
+        serializer_class=VerdictSerializer,
+        pagination_class=None,  # every verdict of the run, as a list (so documented)
+    )
+    def verdicts(self, request, pk=None, format=None):
         """Reviewer verdicts on the run; POST ``{agrees, note}`` (reviewer role)."""
         run = self.get_object()
         if request.method == "GET":
@@ -253,7 +260,7 @@ class BatchViewSet(
     which needs a configured LLM endpoint (400 naming it otherwise, nothing stored)."""
 
     serializer_class = BatchSerializer
-    parser_classes = [JSONParser, FormParser, MultiPartParser]
+    parser_classes = [LimitedJSONParser, FormParser, MultiPartParser]
     permission_classes = [IsAuthenticated, ProjectRole]
     filterset_class = BatchApiFilter
 

@@ -59,7 +59,10 @@ def _call(fn, **kwargs):
 
 
 class QueueView(APIView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT}, description="Your assigned contracts.")
+    @extend_schema(
+        responses={200: {"type": "array", "items": {"type": "object"}}},
+        description="Your assigned contracts.",
+    )
     def get(self, request):
         items = team_reads.my_queue(request.user)
         return Response(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import forms
 from django.core.validators import RegexValidator
 
+from .fields import LimitedJSONField, clean_pasted, read_upload, version_field
 from .models import ID_REGEX, Combine, EdgeKind, ExtractorName, InputKind, Node, NodeType, RunMode
 from .services.batches import CONTRACTEVAL, EVALUATORS
 from .services.common import ServiceError, llm_config
@@ -39,25 +40,69 @@ class ImportForm(forms.Form):
         upload = data.get("file")
         if upload:
             if upload.size > self.MAX_BYTES:
-                raise forms.ValidationError("the file is larger than 20 MB")
-            data["source"], data["filename"] = upload.read(), upload.name
+                raise forms.ValidationError(
+                    f"the file is {upload.size:,} bytes; the limit is {self.MAX_BYTES:,} bytes"
+                    " (20 MB)"
+                )
+            data["source"] = read_upload(upload, what=f"the file {upload.name}")
+            data["filename"] = upload.name
         elif data.get("document", "").strip():
-            data["source"], data["filename"] = data["document"], None
+            data["source"] = clean_pasted(data["document"], what="the pasted document")
+            data["filename"] = None
         else:
             raise forms.ValidationError("choose a file or paste a contract")
         return data
 
 
+SPAN_ERRORS = {
+    "required": "the selection has no %(name)s: select some text first",
+    "invalid": "the selection's %(name)s must be a whole number",
+    "min_value": "the selection's %(name)s must be at least %(limit_value)s",
+}
+
+
+def _span_bound(name: str, minimum: int, hidden: bool = False) -> forms.IntegerField:
+    messages = {k: v.replace("%(name)s", name) for k, v in SPAN_ERRORS.items()}
+    widget = forms.HiddenInput if hidden else forms.NumberInput
+    return forms.IntegerField(min_value=minimum, widget=widget, error_messages=messages)
+
+
 class SpanForm(forms.Form):
-    start = forms.IntegerField(min_value=0)
-    end = forms.IntegerField(min_value=1)
+    start = _span_bound("start", 0)
+    end = _span_bound("end", 1)
 
     def clean(self):
         super().clean()
         data = self.cleaned_data
         if "start" in data and "end" in data and data["start"] >= data["end"]:
-            raise forms.ValidationError("a span must end after it starts")
+            raise forms.ValidationError(
+                f"a span must end after it starts (start {data['start']}, end {data['end']})"
+            )
         return data
+
+
+class EvidenceForm(SpanForm):
+    version = version_field()
+
+
+class NoVersion:
+    """For a form that creates an object: nothing to base the change on."""
+
+    fields: dict
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields.pop("version", None)
+
+
+class VersionForm(forms.Form):
+    """A change of one object that names the version it was based on (delete, review)."""
+
+    version = version_field()
+
+
+class ReviewForm(VersionForm):
+    action = forms.ChoiceField(choices=[("confirm", "confirm"), ("reject", "reject")])
 
 
 def _node_choices(field, contract, exclude=None):
@@ -83,8 +128,8 @@ class NodeForm(forms.Form):
     required = forms.BooleanField(required=False, initial=True)
     explicit = forms.BooleanField(required=False)
     combine = forms.ChoiceField(choices=Combine.choices, initial=Combine.ALL)
-    meta = forms.JSONField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    version = forms.IntegerField(widget=forms.HiddenInput, required=False)
+    meta = LimitedJSONField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    version = version_field()
 
     def __init__(self, *args, contract, node=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -114,9 +159,18 @@ class NodeForm(forms.Form):
         }
 
 
-class NewNodeForm(NodeForm):
-    start = forms.IntegerField(min_value=0, widget=forms.HiddenInput)
-    end = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+class NewNodeForm(NoVersion, NodeForm):
+    start = _span_bound("start", 0, hidden=True)
+    end = _span_bound("end", 1, hidden=True)
+
+    def clean(self):
+        super().clean()
+        data = self.cleaned_data
+        if "start" in data and "end" in data and data["start"] >= data["end"]:
+            raise forms.ValidationError(
+                f"a span must end after it starts (start {data['start']}, end {data['end']})"
+            )
+        return data
 
 
 # An edge as the sentence it states, read from the node on screen: "this node must
@@ -153,6 +207,7 @@ class EdgeForm(forms.Form):
             attrs={"list": "ws-node-ids", "autocomplete": "off", "placeholder": "node id"}
         ),
     )
+    version = version_field()  # of the node whose panel the edge is drawn from
 
     def __init__(self, *args, contract, node, **kwargs):
         super().__init__(*args, **kwargs)
@@ -185,11 +240,12 @@ class InvariantForm(forms.Form):
     applies_to = forms.ModelMultipleChoiceField(
         queryset=Node.objects.none(), required=False, help_text="empty: always applies"
     )
-    check = forms.JSONField(
+    check = LimitedJSONField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 2}),
         help_text='e.g. {"forbid_regex": "…", "violation_example": "…"}',
     )
+    version = version_field()
 
     def __init__(self, *args, contract, **kwargs):
         super().__init__(*args, **kwargs)
@@ -204,9 +260,9 @@ class InvariantForm(forms.Form):
         return check
 
 
-class NewInvariantForm(InvariantForm):
-    start = forms.IntegerField(min_value=0, widget=forms.HiddenInput)
-    end = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+class NewInvariantForm(NoVersion, InvariantForm):
+    start = _span_bound("start", 0, hidden=True)
+    end = _span_bound("end", 1, hidden=True)
 
 
 class QueryForm(forms.Form):
@@ -215,6 +271,7 @@ class QueryForm(forms.Form):
     intents = forms.MultipleChoiceField(
         required=False, widget=forms.CheckboxSelectMultiple, help_text="none: every root"
     )
+    version = version_field()  # 0 for a new query
 
     BRANCH_PREFIX = "branch:"
 
@@ -245,6 +302,7 @@ class ContractDetailsForm(forms.Form):
         max_length=200, required=False, help_text="e.g. customer support, finance"
     )
     media_type = forms.ChoiceField(choices=MEDIA_TYPES, initial="text/markdown")
+    version = version_field()  # the contract's details_version
 
     def __init__(self, *args, current: str | None = None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -256,7 +314,7 @@ class ContractDetailsForm(forms.Form):
             ]
 
 
-class NewContractForm(ContractDetailsForm):
+class NewContractForm(NoVersion, ContractDetailsForm):
     """A draft contract over a new instruction artifact (pasted text or a file)."""
 
     key = forms.CharField(
@@ -307,15 +365,7 @@ class NewContractForm(ContractDetailsForm):
             raise forms.ValidationError(
                 f"the file is {upload.size:,} bytes; the limit is {self.MAX_BYTES:,} bytes (1 MiB)"
             )
-        raw = upload.read()
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise forms.ValidationError(
-                f"the file is not UTF-8 text (byte {exc.start}); save it as UTF-8 and upload it"
-                " again"
-            ) from None
-        return text.removeprefix("\ufeff")
+        return read_upload(upload, what="the file")
 
     def clean_text(self):
         # browsers send a textarea's line breaks as CRLF: store what the user pasted
@@ -415,10 +465,13 @@ class RunForm(forms.Form):
         upload = data.get("file")
         if upload is not None:
             if upload.size > MAX_TRACE_BYTES:
-                raise forms.ValidationError("the file is larger than 10 MB")
-            data["payload"] = upload.read()
+                raise forms.ValidationError(
+                    f"the file is {upload.size:,} bytes; the limit is {MAX_TRACE_BYTES:,}"
+                    " bytes (10 MB)"
+                )
+            data["payload"] = read_upload(upload, what=f"the file {upload.name}")
         elif (data.get("text") or "").strip():
-            data["payload"] = data["text"]
+            data["payload"] = clean_pasted(data["text"], what="the pasted text")
         else:
             raise forms.ValidationError("upload a file or paste the trace")
         target = data.get("target") or ""

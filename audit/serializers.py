@@ -13,6 +13,7 @@ from .models import (
     Contract,
     ExtractorName,
     InputKind,
+    JudgeKind,
     Project,
     Query,
     ReviewVerdict,
@@ -183,6 +184,10 @@ class VerdictSerializer(serializers.ModelSerializer):
 class BatchSerializer(serializers.ModelSerializer):
     project: serializers.SlugRelatedField[Project] = serializers.SlugRelatedField(
         slug_field="slug", read_only=True
+    )
+    # "" is the engine itself (no LLM judge): part of the documented values
+    judge = serializers.ChoiceField(
+        choices=[("", "ContractEval"), *JudgeKind.choices], read_only=True
     )
     evaluator = serializers.SerializerMethodField()
 

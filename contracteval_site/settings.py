@@ -18,17 +18,26 @@ runs with no servers at all (SQLite, and a Celery broker in a SQLite file):
 - ``ALLOWED_HOSTS``: comma-separated; default ``127.0.0.1,localhost``.
 - ``SERVE_STATIC``: the app serves its own static files with WhiteNoise (default on;
   turn off behind a web server that serves ``STATIC_ROOT``).
+- ``HTTPS``: ``1`` behind HTTPS (with ``DEBUG`` off): secure cookies, a redirect to
+  HTTPS and HSTS (``HSTS_SECONDS``, ``HSTS_INCLUDE_SUBDOMAINS``, ``HSTS_PRELOAD``);
+  ``SECURE_PROXY_SSL_HEADER=1`` trusts a proxy's ``X-Forwarded-Proto: https``.
+- ``LOGIN_FAILURE_LIMIT`` / ``LOGIN_COOLOFF_MINUTES``: wrong passwords before a
+  user name is locked out from one address, and for how long (django-axes).
+- ``API_THROTTLE_ANON`` / ``API_THROTTLE_USER``: REST API request rates.
+See docs/operations.md, "Deploy settings and security".
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -94,7 +103,15 @@ def parse_database_url(url: str, *, base_dir: Path = BASE_DIR) -> dict[str, Any]
         name = entry["NAME"] or ":memory:"
         if name != ":memory:" and not name.startswith("/"):
             name = str(base_dir / name)
-        out: dict[str, Any] = {"ENGINE": engine, "NAME": name, "OPTIONS": {"timeout": 20}}
+        # Several writers (web requests, a worker): WAL lets reads go on during a write;
+        # IMMEDIATE takes the write lock when a transaction starts, so a waiting writer
+        # waits out the busy timeout instead of failing at once with "database is locked".
+        options = {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+        out: dict[str, Any] = {"ENGINE": engine, "NAME": name, "OPTIONS": options}
         if name != ":memory:":
             # A file, not memory, so that a Celery worker process can share the test DB.
             out["TEST"] = {"NAME": str(base_dir / "var" / f"test_{Path(name).name}")}
@@ -155,11 +172,15 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_filters",
     "django_htmx",
+    "axes",
     "audit",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    # NUL in a query parameter -> 400; a database that stays locked -> 503, not 500
+    "audit.guards.RequestGuardMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -167,6 +188,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # last, as django-axes asks: it turns a locked-out login into its lockout answer
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "contracteval_site.urls"
@@ -202,8 +225,26 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql"):
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {
+        "NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+        "OPTIONS": {"min_length": 10},
+    },
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+
+# Login throttling (django-axes): after LOGIN_FAILURE_LIMIT wrong passwords for one user
+# name from one address, that pair is locked out for LOGIN_COOLOFF_MINUTES.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("LOGIN_COOLOFF_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -233,12 +274,31 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # JSON within the size and depth limits of matching.input_limits (audit/guards.py)
+    "DEFAULT_PARSER_CLASSES": [
+        "audit.guards.LimitedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": env.str("API_THROTTLE_ANON", default="60/minute"),
+        "user": env.str("API_THROTTLE_USER", default="1200/minute"),
+    },
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "ContractEval API",
     "DESCRIPTION": "Projects, contracts, queries and conformance runs of ContractEval.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # every operation documents its error answers (400/401/403/404/409/413/429)
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "audit.api_schema.document_errors",
+    ],
     # Swagger UI comes from npm (scripts/vendor_static.py), never from a CDN.
     "SWAGGER_UI_DIST": "/" + STATIC_URL + "vendor/swagger-ui",
     "SWAGGER_UI_FAVICON_HREF": "/" + STATIC_URL + "vendor/swagger-ui/favicon-32x32.png",
@@ -263,9 +323,32 @@ SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
-if not DEBUG and env.bool("HTTPS", default=False):
+SECURE_REFERRER_POLICY = "same-origin"
+HTTPS = not DEBUG and env.bool("HTTPS", default=False)
+if HTTPS:
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = True
+    SECURE_HSTS_SECONDS = env.int("HSTS_SECONDS", default=365 * 24 * 3600)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("HSTS_INCLUDE_SUBDOMAINS", default=True)
+    SECURE_HSTS_PRELOAD = env.bool("HSTS_PRELOAD", default=True)
+if env.bool("SECURE_PROXY_SSL_HEADER", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Content-Security-Policy (Django's own middleware): scripts, styles, images and
+# requests from this site only; no inline script or style anywhere in the templates.
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "font-src": [CSP.SELF],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.SELF],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
 
 # Celery: every job (runs, batch chunks, proposals) goes through the broker to a worker;
 # a web request only queues it. Without CELERY_BROKER_URL the broker is a SQLite file,

@@ -10,3 +10,7 @@ urlpatterns = [
     path("api/", include("audit.api_urls")),
     path("", include("audit.urls")),
 ]
+
+# an oversized request gets a 413 naming the limit instead of a bare "Bad Request"
+handler400 = "audit.guards.bad_request"
+handler404 = "audit.guards.not_found"

@@ -29,6 +29,7 @@ import fastjsonschema
 import jsonschema
 
 from .errors import ContractEvalError, json_path
+from .input_limits import check_depth, too_deep
 from .model import (
     CASE,
     CONTRACT,
@@ -194,7 +195,7 @@ def load_json(src: Source, *, file: str | None = None) -> tuple[Any, str | None]
             ) from None
     if isinstance(src, (str, bytes)):
         try:
-            return json.loads(src), file
+            data = json.loads(src)
         except json.JSONDecodeError as exc:
             raise ContractEvalError(
                 f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
@@ -203,7 +204,11 @@ def load_json(src: Source, *, file: str | None = None) -> tuple[Any, str | None]
             ) from None
         except UnicodeDecodeError:
             raise ContractEvalError("not UTF-8 text", file=file, rule="json") from None
-    return src, file
+        except RecursionError:
+            raise too_deep(file) from None
+    else:
+        data = src
+    return check_depth(data, file=file), file  # schema checks recurse per level
 
 
 def _document(

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import multiprocessing
 from collections import defaultdict
@@ -81,9 +82,24 @@ def load_suite(path: Path) -> Suite:
             f"not a suite folder: {cases_file} is missing", file=str(path), rule="suite"
         )
     suite = Suite(contracts, [])
-    with cases_file.open(encoding="utf-8") as fh:
-        _read_cases(fh, str(cases_file), suite)
+    with cases_file.open("rb") as fh:
+        _read_cases(_utf8_lines(fh, str(cases_file), suite), str(cases_file), suite)
     return suite
+
+
+def _utf8_lines(raw_lines: Iterable[bytes], name: str, suite: Suite) -> Iterable[str]:
+    """The lines as text; a line that is not UTF-8 is a case error (and an empty line)."""
+    for lineno, raw in enumerate(raw_lines, 1):
+        if lineno == 1:
+            raw = raw.removeprefix(codecs.BOM_UTF8)
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            where = f"{name}:{lineno}"
+            suite.errors.append(
+                {"id": where, "error": f"{where}: $: not UTF-8 text (byte {exc.start}) [encoding]"}
+            )
+            yield ""
 
 
 def _load_contracts(cdir: Path) -> dict[str, Contract]:

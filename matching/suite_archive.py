@@ -3,6 +3,7 @@ outside the destination, no links, bounded sizes and file counts."""
 
 from __future__ import annotations
 
+import codecs
 import io
 import re
 import stat
@@ -112,9 +113,34 @@ def _unpack(
         if info.file_size > limit - total:
             raise SuiteArchiveError(f"the archive unpacks to more than {limit:,} bytes")
         target = dest.joinpath(*rel.parts)
+        # cases are read line by line later; a file that is not text at all is refused
+        # now, with the archive, instead of becoming one error per line
+        utf8 = codecs.getincrementaldecoder("utf-8")() if rel.name == "cases.jsonl" else None
+        written = 0
         with zf.open(info) as src, open(target, "wb") as out:
             while chunk := src.read(1 << 20):
+                if utf8 is not None:
+                    _check_utf8(utf8, chunk, rel, offset=written)
+                written += len(chunk)
                 total += len(chunk)
                 if total > limit:
                     raise SuiteArchiveError(f"the archive unpacks to more than {limit:,} bytes")
                 out.write(chunk)
+            if utf8 is not None:
+                _check_utf8(utf8, b"", rel, offset=written, final=True)
+
+
+def _check_utf8(
+    decoder: codecs.IncrementalDecoder,
+    chunk: bytes,
+    rel: PurePosixPath,
+    *,
+    offset: int,
+    final: bool = False,
+) -> None:
+    try:
+        decoder.decode(chunk, final=final)
+    except UnicodeDecodeError as exc:
+        raise SuiteArchiveError(
+            f"{rel} is not UTF-8 text (near byte {offset + exc.start:,}); save it as UTF-8"
+        ) from None

@@ -15,15 +15,15 @@ upload raises :class:`~matching.errors.ContractEvalError` naming what is wrong.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import ContractEvalError
 from .formats import OBSERVED, read_observed
-from .importers import INPUT_KINDS, ROLES, detect_kind, last_agent_message, parse_select, render
-from .trace import is_trace
+from .importers import INPUT_KINDS, detect_kind, last_agent_message, parse_select, render
+from .input_limits import MAX_DEPTH, check_json
+from .trace import EVENT, is_trace
 
 # The values a caller may pass (the web app stores them as its own choices).
 # INPUT_KINDS (from the importers) are the values a caller may pass.
@@ -50,6 +50,12 @@ def _parse_json(raw: str | bytes) -> Any:
         ) from None
     except UnicodeDecodeError:
         raise ContractEvalError("not UTF-8 text", rule="json") from None
+    except RecursionError:
+        raise _too_deep() from None
+
+
+def _too_deep() -> ContractEvalError:
+    return ContractEvalError(f"the input is nested deeper than {MAX_DEPTH} levels", rule="depth")
 
 
 def prepare_input(
@@ -96,6 +102,7 @@ def prepare_input(
     if kind == "observed":
         if isinstance(data, str):
             data = _parse_json(data)
+        check_json(data, what="the input", strings=False)  # schema checks recurse per level
         read_observed(data)  # schema, ids and steps: the engine's message on failure
         return PreparedInput(kind=kind, observed=dict(data), extractor=extractor)
     choice = parse_select(select) if isinstance(select, str) or select is None else select
@@ -116,6 +123,8 @@ def _rendered(
     (the extractor finds them), its final output kept for the output checks."""
     if kind != "text" and isinstance(data, str):
         data = _parse_json(data)
+    if kind != "text":
+        check_json(data, what="the input", strings=False)  # the renderers recurse per level
     text = render(kind, data, select=select)
     if source_kind == "auto":
         source_kind = "trace" if kind != "text" or is_trace(text) else "response"
@@ -164,6 +173,8 @@ def _recognise(kind: str, data: Any) -> tuple[str, Any]:
             raise ContractEvalError("not UTF-8 text", rule="text") from None
     if kind == "auto":
         parsed = _json_or_none(data) if isinstance(data, str) else data
+        if parsed is not None:
+            check_json(parsed, what="the input", strings=False)
         kind, data = ("text", data) if parsed is None else (detect_kind(parsed), parsed)
     if kind not in INPUT_KINDS:
         raise ContractEvalError(
@@ -173,9 +184,6 @@ def _recognise(kind: str, data: Any) -> tuple[str, Any]:
     return kind, data
 
 
-_ROLE_TAG = re.compile(r"\[(?:" + "|".join(ROLES) + r")\] ")
-
-
 def _json_or_none(text: str) -> Any:
     """The JSON of ``text`` if it opens like JSON, else None (pasted prose)."""
     stripped = text.strip()
@@ -183,10 +191,12 @@ def _json_or_none(text: str) -> Any:
         return None
     try:
         return json.loads(stripped)
+    except RecursionError:
+        raise _too_deep() from None
     except json.JSONDecodeError as exc:
         # A rendered trace (FORMAT.md §4) opens with a role tag such as "[user] ":
         # that is text, not broken JSON.
-        if _ROLE_TAG.match(stripped):
+        if EVENT.match(stripped):
             return None
         # Text that opens like JSON is almost always a broken upload, not an agent's
         # answer: say so rather than evaluate it as prose.

@@ -62,6 +62,9 @@ class Contract(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # ``version`` numbers the contract's versions; this one counts edits of the title,
+    # domain and media type, so that a stale edit of them is refused.
+    details_version = models.PositiveIntegerField(default=1)
 
     class Meta:
         ordering = ["key", "-version"]
@@ -216,6 +219,7 @@ class Edge(models.Model):
     kind = models.CharField(max_length=20, choices=EdgeKind.choices)
     position = models.PositiveIntegerField(default=0)
     proposer = models.CharField(max_length=200, blank=True, default="")
+    version = models.PositiveIntegerField(default=1)
 
     class Meta:
         ordering = ["position", "pk"]
@@ -238,6 +242,7 @@ class Query(models.Model):
     intents = models.JSONField(default=list, blank=True)
     branches = models.JSONField(default=dict, blank=True)
     position = models.PositiveIntegerField(default=0)
+    version = models.PositiveIntegerField(default=1)
 
     class Meta:
         ordering = ["position", "pk"]
@@ -308,7 +313,8 @@ class AuditRecordQuerySet(models.QuerySet):
 class AuditRecord(models.Model):
     """Append-only: who changed what, when, with the values before and after."""
 
-    contract = models.ForeignKey(Contract, on_delete=models.CASCADE, related_name="records")
+    # PROTECT: a contract with a history cannot be deleted, or its history with it.
+    contract = models.ForeignKey(Contract, on_delete=models.PROTECT, related_name="records")
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )

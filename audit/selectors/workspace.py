@@ -327,3 +327,31 @@ def query_preview(
 
 def intent_choices(rows: ContractRows) -> list[Node]:
     return [n for n in rows.nodes if n.type == NodeType.INTENT and not n.is_rejected]
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 80 else text[:77] + "…"
+
+
+def last_change(contract_id: int, object_type: str, object_id: str) -> str:
+    """What the newest audit record of one object changed, for a conflict message:
+    ``"by bob at 16:02 UTC: label 'A' → 'B'"`` (empty when there is no record)."""
+    last = (
+        AuditRecord.objects.filter(
+            contract_id=contract_id, object_type=object_type, object_id=object_id
+        )
+        .select_related("user")
+        .order_by("-created_at", "-pk")
+        .first()
+    )
+    if last is None:
+        return ""
+    who = last.user.get_username() if last.user else "someone"
+    changes = "; ".join(
+        f"{key} {_short(old)} → {_short(new)}"
+        for key, old, new in _changes(last.before, last.after)
+    )
+    when = last.created_at.strftime("%H:%M:%S UTC")
+    verb = VERBS.get(last.action, last.action.replace("_", " "))
+    return f"{verb} by {who} at {when}" + (f": {changes}" if changes else "")

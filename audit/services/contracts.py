@@ -11,6 +11,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from matching.errors import ContractEvalError
+from matching.input_limits import InputRefused, check_json, check_text, load_json
 from matching.validate import audit_contract, load_contract
 
 from ..models import (
@@ -28,7 +29,8 @@ from ..models import (
 )
 from ..selectors.contracts import contract_document
 from .adjudication import after_audited, before_audited
-from .common import ServiceError, editable, record
+from .common import ServiceError, record
+from .concurrency import check_version, locked_contract, retry_on_lock
 from .proposals import PROPOSERS, contract_request_proposals
 
 
@@ -156,6 +158,9 @@ def _store_invariants(
     ]
 
 
+IMPORT_MAX_BYTES = 20 * 1024 * 1024
+
+
 def contract_import(
     *, project: Project, user, source: str | bytes | Mapping[str, Any], file: str | None = None
 ) -> Contract:
@@ -164,6 +169,10 @@ def contract_import(
     A contract whose id already exists in the project becomes its next version.
     """
     try:
+        if isinstance(source, str | bytes):
+            source = load_json(source, what="the document", max_bytes=IMPORT_MAX_BYTES)
+        else:
+            check_json(source, what="the document")
         parsed = load_contract(source, file=file)
     except ContractEvalError as exc:
         raise ServiceError(str(exc)) from exc
@@ -212,6 +221,15 @@ def contract_create(
         )
     if not text.strip():
         raise ServiceError("the artifact text is empty")
+    try:
+        for what, value in (
+            ("the artifact text", text),
+            ("the title", title),
+            ("the domain", domain),
+        ):
+            check_text(value, what=what)
+    except InputRefused as exc:
+        raise ServiceError(exc.message) from exc
     with transaction.atomic():
         if Contract.objects.filter(project=project, key=key).exists():
             raise ServiceError(f"a contract {key!r} exists already in this project")
@@ -282,23 +300,32 @@ def contract_start(
 CONTRACT_DETAILS = ("title", "domain", "media_type")
 
 
+@retry_on_lock
 def contract_update_details(
-    *, contract: Contract, user, title: str, domain: str, media_type: str
+    *,
+    contract: Contract,
+    user,
+    title: str,
+    domain: str,
+    media_type: str,
+    expected_version: int | None,
 ) -> Contract:
-    """Change a draft's (or in-review) title, domain and artifact media type.
+    """Change a draft's (or in-review) title, domain and artifact media type, as the
+    user saw them at ``expected_version`` (``Contract.details_version``).
 
     The artifact row may be shared with other versions (even audited ones), so a new
     media type points the contract at an artifact with the same text and that media
     type instead of changing the shared row; the text and every span stay as they are.
     """
-    editable(contract)
     with transaction.atomic():
-        contract = (
-            Contract.objects.select_for_update(of=("self",))
-            .select_related("artifact", "project")
-            .get(pk=contract.pk)
+        contract = locked_contract(contract.pk)
+        check_version(
+            contract.details_version,
+            expected_version,
+            contract_id=contract.pk,
+            object_type="contract",
+            object_id=contract.key,
         )
-        editable(contract)
         artifact = contract.artifact
         before = {
             "title": contract.title,
@@ -317,7 +344,9 @@ def contract_update_details(
                 project=contract.project, text=artifact.text, media_type=media_type
             )
         contract.title, contract.domain = title, domain
-        contract.save(update_fields=["title", "domain", "artifact", "updated_at"])
+        contract.details_version += 1
+        fields = ["title", "domain", "artifact", "details_version", "updated_at"]
+        contract.save(update_fields=fields)
         record(contract, user, "edit", "contract", contract.key, before=before, after=after)
     return contract
 
@@ -370,11 +399,12 @@ def contract_new_version(*, contract: Contract, user) -> Contract:
 # ---------------------------------------------------------------------------- status
 
 
+@retry_on_lock
 def contract_submit_for_review(*, contract: Contract, user) -> Contract:
-    editable(contract)
-    if contract.status != ContractStatus.DRAFT:
-        raise ServiceError("only a draft can be submitted for review")
     with transaction.atomic():
+        contract = locked_contract(contract.pk)
+        if contract.status != ContractStatus.DRAFT:
+            raise ServiceError("only a draft can be submitted for review")
         before = contract.status
         contract.status = ContractStatus.IN_REVIEW
         contract.save(update_fields=["status", "updated_at"])
@@ -384,16 +414,12 @@ def contract_submit_for_review(*, contract: Contract, user) -> Contract:
     return contract
 
 
+@retry_on_lock
 def contract_mark_audited(*, contract: Contract, user) -> Contract:
     """Mark audited: only with no audit errors, no node left *proposed*, no open comment
     and, for a double-annotated contract, after adjudication."""
-    editable(contract)
     with transaction.atomic():
-        contract = (
-            Contract.objects.select_for_update(of=("self",))
-            .select_related("artifact")
-            .get(pk=contract.pk)
-        )
+        contract = locked_contract(contract.pk)
         before_audited(contract)
         proposed = contract.nodes.filter(review_status=ReviewStatus.PROPOSED).count()
         if proposed:

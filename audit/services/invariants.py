@@ -9,7 +9,22 @@ from django.db import transaction
 
 from ..models import Contract, Invariant, Span
 from ..selectors.contracts import invariant_snapshot
-from .common import ServiceError, check_span, editable, next_position, record, touch
+from .common import ServiceError, check_span, next_position, record, touch
+from .concurrency import check_version, locked_contract, retry_on_lock
+
+
+def _locked(invariant: Invariant, expected_version: int | None) -> Invariant:
+    contract = locked_contract(invariant.contract_id)
+    invariant = Invariant.objects.select_for_update(of=("self",)).get(pk=invariant.pk)
+    invariant.contract = contract
+    check_version(
+        invariant.version,
+        expected_version,
+        contract_id=contract.pk,
+        object_type="invariant",
+        object_id=invariant.inv_id,
+    )
+    return invariant
 
 
 def _clean_check(check: Any) -> dict[str, Any] | None:
@@ -20,12 +35,13 @@ def _clean_check(check: Any) -> dict[str, Any] | None:
     return check
 
 
+@retry_on_lock
 def invariant_create(
     *, contract: Contract, user, data: Mapping[str, Any], start: int, end: int
 ) -> Invariant:
-    editable(contract)
-    start, end = check_span(contract, start, end)
     with transaction.atomic():
+        contract = locked_contract(contract.pk)
+        start, end = check_span(contract, start, end)
         if contract.invariants.filter(inv_id=data["inv_id"]).exists():
             raise ServiceError(f"the invariant id {data['inv_id']!r} is already taken")
         inv = Invariant.objects.create(
@@ -43,10 +59,13 @@ def invariant_create(
     return inv
 
 
-def invariant_update(*, invariant: Invariant, user, data: Mapping[str, Any]) -> Invariant:
-    contract = invariant.contract
-    editable(contract)
+@retry_on_lock
+def invariant_update(
+    *, invariant: Invariant, user, data: Mapping[str, Any], expected_version: int | None
+) -> Invariant:
     with transaction.atomic():
+        invariant = _locked(invariant, expected_version)
+        contract = invariant.contract
         new_id = data.get("inv_id", invariant.inv_id)
         if new_id != invariant.inv_id and contract.invariants.filter(inv_id=new_id).exists():
             raise ServiceError(f"the invariant id {new_id!r} is already taken")
@@ -72,10 +91,11 @@ def invariant_update(*, invariant: Invariant, user, data: Mapping[str, Any]) -> 
     return invariant
 
 
-def invariant_delete(*, invariant: Invariant, user) -> None:
-    contract = invariant.contract
-    editable(contract)
+@retry_on_lock
+def invariant_delete(*, invariant: Invariant, user, expected_version: int | None) -> None:
     with transaction.atomic():
+        invariant = _locked(invariant, expected_version)
+        contract = invariant.contract
         before = invariant_snapshot(invariant)
         invariant.delete()
         record(contract, user, "delete", "invariant", before["id"], before=before)

@@ -10,13 +10,30 @@ from django.db import IntegrityError, transaction
 from ..models import Contract, Invariant, Node, ReviewStatus, Span
 from ..selectors.contracts import invariant_snapshot, node_snapshot
 from .adjudication import guard_shared_nodes
-from .common import ServiceError, check_span, editable, next_position, record, touch
+from .common import ServiceError, check_span, next_position, record, touch
+from .concurrency import check_version, locked_contract, retry_on_lock
 
 
-def _review(node: Node, user, status: str, action: str) -> Node:
-    editable(node.contract)
+def locked_node(node: Node, expected_version: int | None) -> Node:
+    """``node`` re-read under its contract's lock, at ``expected_version``."""
+    contract = locked_contract(node.contract_id)
+    node = Node.objects.select_for_update(of=("self",)).get(pk=node.pk)
+    node.contract = contract
+    check_version(
+        node.version,
+        expected_version,
+        contract_id=contract.pk,
+        object_type="node",
+        object_id=node.node_id,
+    )
+    return node
+
+
+@retry_on_lock
+def _review(node: Node, user, status: str, action: str, expected_version: int | None) -> Node:
     guard_shared_nodes(node.contract, user)
     with transaction.atomic():
+        node = locked_node(node, expected_version)
         before = node_snapshot(node)
         node.review_status = status
         node.version += 1
@@ -34,12 +51,12 @@ def _review(node: Node, user, status: str, action: str) -> Node:
     return node
 
 
-def node_confirm(*, node: Node, user) -> Node:
-    return _review(node, user, ReviewStatus.CONFIRMED, "confirm")
+def node_confirm(*, node: Node, user, expected_version: int | None) -> Node:
+    return _review(node, user, ReviewStatus.CONFIRMED, "confirm", expected_version)
 
 
-def node_reject(*, node: Node, user) -> Node:
-    return _review(node, user, ReviewStatus.REJECTED, "reject")
+def node_reject(*, node: Node, user, expected_version: int | None) -> Node:
+    return _review(node, user, ReviewStatus.REJECTED, "reject", expected_version)
 
 
 def _would_cycle(node: Node, parent: Node | None) -> bool:
@@ -54,21 +71,12 @@ def _would_cycle(node: Node, parent: Node | None) -> bool:
     return False
 
 
-def node_update(*, node: Node, user, data: Mapping[str, Any], expected_version: int) -> Node:
+@retry_on_lock
+def node_update(*, node: Node, user, data: Mapping[str, Any], expected_version: int | None) -> Node:
     """Edit a node's fields (``data``: the cleaned form). Marks it *edited*."""
-    editable(node.contract)
     guard_shared_nodes(node.contract, user)
     with transaction.atomic():
-        node = (
-            Node.objects.select_for_update(of=("self",))
-            .select_related("contract__artifact")
-            .get(pk=node.pk)
-        )
-        if node.version != expected_version:
-            raise ServiceError(
-                f"{node.node_id} was changed by someone else meanwhile (now version"
-                f" {node.version}); reload it and edit again"
-            )
+        node = locked_node(node, expected_version)
         parent = data.get("parent")
         if parent is not None and parent.contract_id != node.contract_id:
             raise ServiceError("the parent must be a node of the same contract")
@@ -102,11 +110,12 @@ def node_update(*, node: Node, user, data: Mapping[str, Any], expected_version: 
     return node
 
 
+@retry_on_lock
 def node_create(*, contract: Contract, user, data: Mapping[str, Any], start: int, end: int) -> Node:
     """A node written by a person, evidenced by ``[start, end)``; it is *confirmed*."""
-    editable(contract)
-    start, end = check_span(contract, start, end)
     with transaction.atomic():
+        contract = locked_contract(contract.pk)
+        start, end = check_span(contract, start, end)
         parent = data.get("parent")
         if parent is not None and parent.contract_id != contract.pk:
             raise ServiceError("the parent must be a node of the same contract")
@@ -134,11 +143,14 @@ def node_create(*, contract: Contract, user, data: Mapping[str, Any], start: int
     return node
 
 
-def node_add_evidence(*, node: Node, user, start: int, end: int) -> Span:
-    editable(node.contract)
+@retry_on_lock
+def node_add_evidence(
+    *, node: Node, user, start: int, end: int, expected_version: int | None
+) -> Span:
     guard_shared_nodes(node.contract, user)
-    start, end = check_span(node.contract, start, end)
     with transaction.atomic():
+        node = locked_node(node, expected_version)
+        start, end = check_span(node.contract, start, end)
         before = node_snapshot(node)
         span = Span.objects.create(
             node=node, start=start, end=end, position=next_position(node.spans)
@@ -160,12 +172,25 @@ def node_add_evidence(*, node: Node, user, start: int, end: int) -> Span:
     return span
 
 
-def span_delete(*, span: Span, user) -> None:
-    """Remove one evidence span (a node keeps at least one)."""
+@retry_on_lock
+def span_delete(*, span: Span, user, expected_version: int | None) -> None:
+    """Remove one evidence span (a node keeps at least one); ``expected_version`` is
+    the version of the node or invariant the span belongs to."""
     owner: Node | Invariant = span.node or span.invariant  # type: ignore[assignment]
-    contract = owner.contract
-    editable(contract)
     with transaction.atomic():
+        contract = locked_contract(owner.contract_id)
+        owner = type(owner).objects.select_for_update(of=("self",)).get(pk=owner.pk)
+        owner.contract = contract
+        kind, owner_id = (
+            ("node", owner.node_id) if isinstance(owner, Node) else ("invariant", owner.inv_id)
+        )
+        check_version(
+            owner.version,
+            expected_version,
+            contract_id=contract.pk,
+            object_type=kind,
+            object_id=owner_id,
+        )
         if owner.spans.count() <= 1:
             raise ServiceError("every node and invariant needs at least one evidence span")
         if isinstance(owner, Node):
@@ -185,6 +210,8 @@ def span_delete(*, span: Span, user) -> None:
         else:
             before = invariant_snapshot(owner)
             span.delete()
+            owner.version += 1
+            owner.save(update_fields=["version"])
             record(
                 contract,
                 user,

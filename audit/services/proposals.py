@@ -36,6 +36,7 @@ from .common import (
     touch,
     unique_node_id,
 )
+from .concurrency import locked_contract, retry_on_lock
 
 logger = logging.getLogger(__name__)
 
@@ -49,16 +50,17 @@ class ProposalRetry(Exception):
     (``autoretry_for``); on the task's last attempt the run fails instead."""
 
 
+@retry_on_lock
 def contract_request_proposals(*, contract: Contract, user, proposer: str = "heuristic"):
     """Queue a proposal run; the Celery task starts once the transaction commits.
 
     ``proposer`` is ``"heuristic"`` or ``"llm"``. An LLM run without a configured
     endpoint is accepted: the heuristic runs and the run says so (``notice``).
     """
-    editable(contract)
     if proposer not in PROPOSERS:
         raise ServiceError(f"unknown proposer {proposer!r}")
     with transaction.atomic():
+        contract = locked_contract(contract.pk)
         run = ProposalRun.objects.create(contract=contract, requested_by=user, proposer=proposer)
         record(
             contract,
@@ -204,8 +206,8 @@ def contract_apply_proposals(*, contract: Contract, user, proposals: Proposals) 
     A proposal whose evidence is already evidence of a node of the same type is skipped,
     so running a proposer twice adds nothing new. Ids that are taken get a suffix.
     """
-    editable(contract)
     with transaction.atomic():
+        contract = locked_contract(contract.pk)
         created = _new_nodes(contract, proposals)
         Node.objects.bulk_create([n for n, _ in created])
         rename = {p["id"]: node for node, p in created}

@@ -15,6 +15,13 @@ from matching.validate import audit_contract
 from ..models import Contract, Query
 from ..selectors.contracts import contract_document
 from .common import ServiceError, editable, next_position, record, touch
+from .concurrency import check_version, locked_contract, retry_on_lock
+
+NEW = 0  # the version a client sends for a query it creates
+
+
+def _snapshot(query: Query) -> dict[str, Any]:
+    return {"text": query.text, "intents": query.intents, "branches": query.branches}
 
 
 def query_document(query_id: str, text: str, intents: Iterable[str], branches: Mapping[str, str]):
@@ -26,8 +33,16 @@ def query_document(query_id: str, text: str, intents: Iterable[str], branches: M
     }
 
 
-def query_save(*, contract: Contract, user, document: Mapping[str, Any]) -> Query:
-    """Save (create or replace) a query; the engine must be able to condition on it."""
+@retry_on_lock
+def query_save(
+    *, contract: Contract, user, document: Mapping[str, Any], expected_version: int | None
+) -> Query:
+    """Save (create or replace) a query; the engine must be able to condition on it.
+
+    ``expected_version`` is the version of the query the user edited, or :data:`NEW`
+    (0) for a new one: a query created or changed by someone else meanwhile is a
+    conflict, not silently replaced.
+    """
     editable(contract)
     doc = {**contract_document(contract), "queries": []}
     structure = audit_contract(doc)
@@ -41,16 +56,26 @@ def query_save(*, contract: Contract, user, document: Mapping[str, Any]) -> Quer
     except ContractEvalError as exc:
         raise ServiceError(exc.message) from exc
     with transaction.atomic():
+        contract = locked_contract(contract.pk)
         query = contract.queries.filter(query_id=document["id"]).first()
+        check_version(
+            query.version if query is not None else NEW,
+            expected_version,
+            contract_id=contract.pk,
+            object_type="query",
+            object_id=document["id"],
+        )
         before = None
         if query is None:
             query = Query(
                 contract=contract,
                 query_id=document["id"],
                 position=next_position(contract.queries),
+                version=NEW,
             )
         else:
-            before = {"text": query.text, "intents": query.intents, "branches": query.branches}
+            before = _snapshot(query)
+        query.version += 1
         query.text = document.get("text", "")
         query.intents = list(document.get("intents", []))
         query.branches = dict(document.get("branches", {}))
@@ -68,11 +93,19 @@ def query_save(*, contract: Contract, user, document: Mapping[str, Any]) -> Quer
     return query
 
 
-def query_delete(*, query: Query, user) -> None:
-    contract = query.contract
-    editable(contract)
+@retry_on_lock
+def query_delete(*, query: Query, user, expected_version: int | None) -> None:
     with transaction.atomic():
-        before = {"text": query.text, "intents": query.intents, "branches": query.branches}
+        contract = locked_contract(query.contract_id)
+        query = Query.objects.select_for_update(of=("self",)).get(pk=query.pk)
+        check_version(
+            query.version,
+            expected_version,
+            contract_id=contract.pk,
+            object_type="query",
+            object_id=query.query_id,
+        )
+        before = _snapshot(query)
         query_id = query.query_id
         query.delete()
         record(contract, user, "delete", "query", query_id, before=before)

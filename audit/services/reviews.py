@@ -14,7 +14,9 @@ from django.utils import timezone
 
 from ..models import AuditRecord, Contract, Node, ReviewStatus
 from ..selectors.contracts import node_snapshot
-from .common import ServiceError, actor, editable, touch
+from .adjudication import guard_shared_nodes
+from .common import ServiceError, actor, touch
+from .concurrency import ConflictError, check_version, locked_contract, retry_on_lock
 
 REVIEW_STATUS = {
     "confirm": ReviewStatus.CONFIRMED,
@@ -23,10 +25,11 @@ REVIEW_STATUS = {
 }
 
 
-class StaleReview(ServiceError):
-    """A node changed after the reviewer's copy of it was rendered."""
+class StaleReview(ConflictError):
+    """A node changed after the reviewer's copy of it was rendered (HTTP 409)."""
 
 
+@retry_on_lock
 def nodes_review(
     *, contract: Contract, user, action: str, nodes: Sequence[tuple[int, int]]
 ) -> list[tuple[Node, str]]:
@@ -43,8 +46,10 @@ def nodes_review(
     seen = dict(nodes)
     if not seen:
         raise ServiceError("no nodes to review")
-    editable(contract)
+    # while a double annotation is blind, decisions go to each annotator's own copy
+    guard_shared_nodes(contract, user)
     with transaction.atomic():
+        contract = locked_contract(contract.pk)  # editable under the lock
         rows = list(
             Node.objects.select_for_update(of=("self",))
             .filter(contract=contract, pk__in=seen)
@@ -56,17 +61,32 @@ def nodes_review(
             raise ServiceError("some of these nodes are not part of this contract")
         stale = [n for n in rows if n.version != seen[n.pk]]
         if stale:
-            names = ", ".join(f"{n.node_id} (now v{n.version})" for n in stale[:5])
-            raise StaleReview(
-                f"changed meanwhile: {names}{' …' if len(stale) > 5 else ''};"
-                " nothing was changed, look again and retry"
-            )
+            _refuse_stale(contract, stale, seen)
         changed = _apply(
             contract, user, action, status, [n for n in rows if n.review_status != status]
         )
         if changed:
             touch(contract)
     return changed
+
+
+def _refuse_stale(contract: Contract, stale: list[Node], seen: dict[int, int]) -> None:
+    """Raise :class:`StaleReview` naming who changed the first stale node, and how."""
+    first = stale[0]
+    try:
+        check_version(
+            first.version,
+            seen[first.pk],
+            contract_id=contract.pk,
+            object_type="node",
+            object_id=first.node_id,
+        )
+    except ConflictError as exc:
+        more = f" ({len(stale) - 1} more besides {first.node_id}.)" if len(stale) > 1 else ""
+        raise StaleReview(
+            f"Nothing was changed: {len(stale)} of these nodes changed meanwhile. {exc}{more}",
+            current_version=first.version,
+        ) from None
 
 
 def _apply(contract, user, action, status, todo: list[Node]) -> list[tuple[Node, str]]:

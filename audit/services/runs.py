@@ -27,6 +27,7 @@ from matching.evaluate import evaluate_detailed
 from matching.extractors import reextract
 from matching.formats import Contract as ContractDoc
 from matching.formats import observed_from_data
+from matching.input_limits import check_json
 from matching.llm.client import LLMClient, LLMError
 from matching.llm.config import LLMConfig
 from matching.llm.extractor import LLMExtractor
@@ -77,9 +78,15 @@ def input_hash(
     llm: Mapping[str, str] | None = None,
 ):
     canonical = json.dumps(observed, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    # The report is computed from the contract document rebuilt from its rows, so the
+    # document itself (not only its pk and version) is part of what makes runs equal.
+    document = json.dumps(
+        contract_document(contract), sort_keys=True, ensure_ascii=False, separators=(",", ":")
+    )
     h = hashlib.sha256()
     parts = [
         f"contract:{contract.pk}:{contract.key}:v{contract.version}",
+        f"document:{hashlib.sha256(document.encode('utf-8')).hexdigest()}",
         f"query:{query_key}",
         f"mode:{mode}",
         f"extractor:{extractor}",
@@ -131,6 +138,7 @@ def run_create(
             mode=mode,
             select=select or None,
         )
+        check_json(prepared.observed, what="the input")  # NUL, unpaired surrogates
         condition(load_contract(contract_document(contract)), query_key)
     except ContractEvalError as exc:
         raise ServiceError(str(exc)) from exc

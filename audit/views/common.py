@@ -27,6 +27,18 @@ def form_errors(form: Any) -> str:
     return "; ".join(parts)
 
 
+def error_status(exc: Exception) -> int:
+    """The HTTP status of a refused change: 409 for a write based on an old version,
+    503 when the database stayed busy, 422 for anything else the user can fix."""
+    from ..services.concurrency import ConflictError, DatabaseBusy
+
+    if isinstance(exc, ConflictError):
+        return 409
+    if isinstance(exc, DatabaseBusy):
+        return 503
+    return 422
+
+
 def attachment(body: str, content_type: str, filename: str) -> HttpResponse:
     response = HttpResponse(body, content_type=content_type)
     response["Content-Disposition"] = f'attachment; filename="{filename}"'

@@ -17,7 +17,7 @@ from ..forms import ContractDetailsForm
 from ..permissions import EDIT, REVIEW, VIEW, contract_for
 from ..selectors import team as team_reads
 from ..selectors import workspace as ws
-from .common import form_errors, workspace_url
+from .common import error_status, form_errors, workspace_url
 from .workspace import respond
 
 
@@ -106,10 +106,16 @@ def contract_details(request, pk):
     form = ContractDetailsForm(request.POST, current=contract.artifact.media_type)
     if not form.is_valid():
         return respond(request, contract, membership, error=form_errors(form), status=422)
+    data = form.cleaned_data
     try:
         contract = services.contract_update_details(
-            contract=contract, user=request.user, **form.cleaned_data
+            contract=contract,
+            user=request.user,
+            title=data["title"],
+            domain=data["domain"],
+            media_type=data["media_type"],
+            expected_version=data["version"],
         )
     except services.ServiceError as exc:
-        return respond(request, contract, membership, error=str(exc), status=422)
+        return respond(request, contract, membership, error=str(exc), status=error_status(exc))
     return respond(request, contract, membership)

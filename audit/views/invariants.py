@@ -10,10 +10,10 @@ from django.views.decorators.vary import vary_on_headers
 from matching.propose import suggest_id
 
 from .. import services
-from ..forms import InvariantForm, NewInvariantForm, SpanForm
+from ..forms import InvariantForm, NewInvariantForm, SpanForm, VersionForm
 from ..models import Invariant
 from ..permissions import EDIT, contract_for
-from .common import workspace_url
+from .common import error_status, form_errors, workspace_url
 from .workspace import respond, workspace_context
 
 
@@ -44,7 +44,15 @@ def invariant_new(request, pk):
                     form=form,
                 )
             return respond(request, contract, membership)
-        return respond(request, contract, membership, status=422, panel="new_invariant", form=form)
+        return respond(
+            request,
+            contract,
+            membership,
+            status=422,
+            panel="new_invariant",
+            form=form,
+            error=form_errors(form),
+        )
     span = SpanForm(request.GET)
     if not span.is_valid() or not request.htmx:
         return redirect(workspace_url(contract))
@@ -74,7 +82,10 @@ def invariant_edit(request, pk, inv_pk):
         if form.is_valid():
             try:
                 services.invariant_update(
-                    invariant=invariant, user=request.user, data=form.cleaned_data
+                    invariant=invariant,
+                    user=request.user,
+                    data=form.cleaned_data,
+                    expected_version=form.cleaned_data["version"],
                 )
             except services.ServiceError as exc:
                 return respond(
@@ -82,7 +93,7 @@ def invariant_edit(request, pk, inv_pk):
                     contract,
                     membership,
                     error=str(exc),
-                    status=422,
+                    status=error_status(exc),
                     panel="edit_invariant",
                     form=form,
                     edit_invariant=invariant,
@@ -104,6 +115,7 @@ def invariant_edit(request, pk, inv_pk):
             "description": invariant.description,
             "check": invariant.machine_check,
             "applies_to": list(invariant.applies_to.values_list("pk", flat=True)),
+            "version": invariant.version,
         },
         contract=contract,
     )
@@ -120,8 +132,13 @@ def invariant_edit(request, pk, inv_pk):
 def invariant_delete(request, pk, inv_pk):
     contract, membership = contract_for(request.user, pk, EDIT)
     invariant = get_object_or_404(Invariant, pk=inv_pk, contract=contract)
+    form = VersionForm(request.POST)
+    if not form.is_valid():
+        return respond(request, contract, membership, error=form_errors(form), status=422)
     try:
-        services.invariant_delete(invariant=invariant, user=request.user)
+        services.invariant_delete(
+            invariant=invariant, user=request.user, expected_version=form.cleaned_data["version"]
+        )
     except services.ServiceError as exc:
-        return respond(request, contract, membership, error=str(exc), status=422)
+        return respond(request, contract, membership, error=str(exc), status=error_status(exc))
     return respond(request, contract, membership)

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import QueryDict
+from django.http import Http404, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from .. import services
-from ..forms import QueryForm
+from ..forms import QueryForm, VersionForm
 from ..models import Query
 from ..permissions import EDIT, VIEW, contract_for
 from ..selectors import contracts as contract_reads
 from ..selectors import workspace as ws
-from .common import workspace_url
+from .common import error_status, form_errors, workspace_url
 from .workspace import workspace_context
 
 
@@ -34,7 +34,9 @@ def query_preview(request, pk):
     contract, membership = contract_for(request.user, pk, VIEW)
     data = request.GET.copy()
     if "load" in data:
-        query = get_object_or_404(Query, pk=data["load"], contract=contract)
+        if not data["load"].isdigit():
+            raise Http404("no such query")
+        query = get_object_or_404(Query, pk=int(data["load"]), contract=contract)
         data = _query_data(query)
     form, preview = _query_state(request, contract, data)
     ctx = workspace_context(request, contract, membership, query_form=form, preview=preview)
@@ -47,6 +49,7 @@ def _query_data(query: Query):
 
     data = QueryDict(mutable=True)
     data["query_id"], data["text"] = query.query_id, query.text
+    data["version"] = str(query.version)
     data.setlist("intents", query.intents)
     for decision, outcome in query.branches.items():
         data[f"{QueryForm.BRANCH_PREFIX}{decision}"] = outcome
@@ -59,9 +62,9 @@ def _query_data(query: Query):
 def query_save(request, pk):
     contract, membership = contract_for(request.user, pk, EDIT)
     form, preview = _query_state(request, contract, request.POST)
-    error = ""
+    error, status = "", 422
     if not form.is_valid():
-        error = "give the query an id and a text"
+        error = form_errors(form)
     elif preview.expected is None:
         error = preview.error or "choose an outcome for every active decision"
     else:
@@ -72,16 +75,23 @@ def query_save(request, pk):
             preview.branches,
         )
         try:
-            services.query_save(contract=contract, user=request.user, document=document)
+            saved = services.query_save(
+                contract=contract,
+                user=request.user,
+                document=document,
+                expected_version=form.cleaned_data["version"],
+            )
         except services.ServiceError as exc:
-            error = str(exc)
+            error, status = str(exc), error_status(exc)
+        else:  # the form stays open on the saved query, now at its new version
+            form, preview = _query_state(request, contract, _query_data(saved))
     if not request.htmx:
         if error:
             messages.error(request, error)
         return redirect(workspace_url(contract))
     ctx = workspace_context(request, contract, membership, query_form=form, preview=preview)
     ctx["query_error"], ctx["query_saved"] = error, not error
-    return render(request, "audit/_update_queries.html", ctx, status=422 if error else 200)
+    return render(request, "audit/_update_queries.html", ctx, status=status if error else 200)
 
 
 @login_required
@@ -90,11 +100,20 @@ def query_save(request, pk):
 def query_delete(request, pk, query_pk):
     contract, membership = contract_for(request.user, pk, EDIT)
     query = get_object_or_404(Query, pk=query_pk, contract=contract)
-    try:
-        services.query_delete(query=query, user=request.user)
-    except services.ServiceError as exc:
-        messages.error(request, str(exc))
+    form, error, status = VersionForm(request.POST), "", 200
+    if not form.is_valid():
+        error, status = form_errors(form), 422
+    else:
+        try:
+            services.query_delete(
+                query=query, user=request.user, expected_version=form.cleaned_data["version"]
+            )
+        except services.ServiceError as exc:
+            error, status = str(exc), error_status(exc)
     if not request.htmx:
+        if error:
+            messages.error(request, error)
         return redirect(workspace_url(contract))
     ctx = workspace_context(request, contract, membership, with_queries=True)
-    return render(request, "audit/_update_queries.html", ctx)
+    ctx["query_error"] = error
+    return render(request, "audit/_update_queries.html", ctx, status=status)

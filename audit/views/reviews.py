@@ -13,13 +13,14 @@ from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from .. import services
+from ..forms import ReviewForm
 from ..models import Node
 from ..permissions import EDIT, contract_for
 from ..selectors import contracts as contract_reads
 from ..selectors import reviews as review_reads
 from ..selectors import workspace as ws
-from ..services.reviews import StaleReview, nodes_review
-from .common import workspace_url
+from ..services.reviews import nodes_review
+from .common import error_status, form_errors, workspace_url
 from .workspace import header_context, panel_context
 
 
@@ -59,7 +60,7 @@ def _decide(request, contract, membership, *, action, refs, selected, advance):
     try:
         changed = nodes_review(contract=contract, user=request.user, action=action, nodes=refs)
     except services.ServiceError as exc:
-        code = 409 if isinstance(exc, StaleReview) else 422
+        code = error_status(exc)
         if not request.htmx:
             messages.error(request, str(exc))
             return redirect(workspace_url(contract, selected))
@@ -84,17 +85,20 @@ def node_review(request, pk, node_pk):
     """Confirm or reject one node; ``version`` is the version on screen."""
     contract, membership = contract_for(request.user, pk, EDIT)
     node = get_object_or_404(Node, pk=node_pk, contract=contract)
-    version = request.POST.get("version", "")
-    seen = int(version) if version.isdigit() else node.version
-    action = request.POST.get("action", "")
-    if action not in ("confirm", "reject"):
-        action = "unknown"
+    form = ReviewForm(request.POST)
+    if not form.is_valid():  # a decision must name the version it was made on
+        if not request.htmx:
+            messages.error(request, form_errors(form))
+            return redirect(workspace_url(contract, node))
+        return _update(
+            request, contract, membership, selected=node, error=form_errors(form), status=422
+        )
     return _decide(
         request,
         contract,
         membership,
-        action=action,
-        refs=[(node.pk, seen)],
+        action=form.cleaned_data["action"],
+        refs=[(node.pk, form.cleaned_data["version"])],
         selected=node,
         advance=request.POST.get("advance") == "1",
     )

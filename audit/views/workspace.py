@@ -11,7 +11,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -24,17 +24,19 @@ from ..forms import (
     EDGE_VERBS,
     ContractDetailsForm,
     EdgeForm,
+    EvidenceForm,
     NewNodeForm,
     NodeForm,
     QueryForm,
     SpanForm,
+    VersionForm,
 )
 from ..models import Edge, Node, NodeType, ReviewStatus, Span
 from ..permissions import EDIT, REVIEW, UNTEACH, VIEW, contract_for, has_role
 from ..selectors import contracts as contract_reads
 from ..selectors import teaching as teaching_reads
 from ..selectors import workspace as ws
-from .common import form_errors, workspace_url
+from .common import error_status, form_errors, workspace_url
 
 
 def panel_context(
@@ -53,7 +55,9 @@ def panel_context(
     writable = not contract.is_read_only and has_role(membership.role, EDIT)
     detail = ws.node_detail(rows, selected) if selected else None
     if detail and writable and edge_form is None:
-        edge_form = EdgeForm(contract=contract, node=selected)
+        edge_form = EdgeForm(
+            contract=contract, node=selected, initial={"version": selected.version}
+        )
     return {
         "contract": contract,
         "project": contract.project,
@@ -96,6 +100,7 @@ def _details_form(contract) -> ContractDetailsForm:
         "title": contract.title,
         "domain": contract.domain,
         "media_type": artifact.media_type,
+        "version": contract.details_version,
     }
     return ContractDetailsForm(initial=initial, current=artifact.media_type)
 
@@ -136,7 +141,7 @@ def workspace_context(
     )
     ctx.update(header_context(contract, membership, rows, audit))
     if query_form is None and with_queries:
-        query_form = QueryForm(intents=ws.intent_choices(rows))
+        query_form = QueryForm(intents=ws.intent_choices(rows), initial={"version": 0})
     if preview is None and with_queries:
         preview = ws.query_preview(rows, [], {})
     ctx.update(
@@ -209,7 +214,7 @@ def node_edit(request, pk, node_pk):
                     node=node,
                     user=request.user,
                     data=form.cleaned_data,
-                    expected_version=form.cleaned_data["version"] or node.version,
+                    expected_version=form.cleaned_data["version"],
                 )
             except services.ServiceError as exc:
                 return respond(
@@ -218,7 +223,7 @@ def node_edit(request, pk, node_pk):
                     membership,
                     node=node,
                     error=str(exc),
-                    status=422,
+                    status=error_status(exc),
                     panel="edit",
                     form=form,
                 )
@@ -264,7 +269,15 @@ def node_new(request, pk):
                     form=form,
                 )
             return respond(request, contract, membership, node=node)
-        return respond(request, contract, membership, status=422, panel="new", form=form)
+        return respond(
+            request,
+            contract,
+            membership,
+            status=422,
+            panel="new",
+            form=form,
+            error=form_errors(form),
+        )
     span = SpanForm(request.GET)
     if not span.is_valid() or not request.htmx:
         return redirect(workspace_url(contract))
@@ -296,15 +309,23 @@ def node_new(request, pk):
 def node_evidence(request, pk, node_pk):
     contract, membership = contract_for(request.user, pk, EDIT)
     node = get_object_or_404(Node, pk=node_pk, contract=contract)
-    form = SpanForm(request.POST)
+    form = EvidenceForm(request.POST)
     if not form.is_valid():
         return respond(
-            request, contract, membership, node=node, error="select some text first", status=422
+            request, contract, membership, node=node, error=form_errors(form), status=422
         )
+    data = form.cleaned_data
     try:
-        services.node_add_evidence(node=node, user=request.user, **form.cleaned_data)
+        services.node_add_evidence(
+            node=node,
+            user=request.user,
+            start=data["start"],
+            end=data["end"],
+            expected_version=data["version"],
+        )
     except services.ServiceError as exc:
-        return respond(request, contract, membership, node=node, error=str(exc), status=422)
+        status = error_status(exc)
+        return respond(request, contract, membership, node=node, error=str(exc), status=status)
     return respond(request, contract, membership, node=node)
 
 
@@ -320,10 +341,17 @@ def span_delete(request, pk, span_pk):
     owner = span.node or span.invariant
     if owner is None or owner.contract_id != contract.pk:
         return HttpResponse(status=404)
+    form = VersionForm(request.POST)
+    if not form.is_valid():
+        error = form_errors(form)
+        return respond(request, contract, membership, node=span.node, error=error, status=422)
     try:
-        services.span_delete(span=span, user=request.user)
+        services.span_delete(
+            span=span, user=request.user, expected_version=form.cleaned_data["version"]
+        )
     except services.ServiceError as exc:
-        return respond(request, contract, membership, node=span.node, error=str(exc), status=422)
+        status = error_status(exc)
+        return respond(request, contract, membership, node=span.node, error=str(exc), status=status)
     return respond(request, contract, membership, node=span.node)
 
 
@@ -341,9 +369,16 @@ def edge_create(request, pk, node_pk):
     source, target = (node, other) if form.cleaned_data["direction"] == "out" else (other, node)
     try:
         services.edge_create(
-            contract=contract, user=request.user, source=source, target=target, kind=kind
+            contract=contract,
+            user=request.user,
+            source=source,
+            target=target,
+            kind=kind,
+            node=node,
+            expected_version=form.cleaned_data["version"],
         )
     except services.ServiceError as exc:
+        fail["status"] = error_status(exc)
         return respond(request, contract, membership, edge_error=str(exc), **fail)
     return respond(request, contract, membership, node=node, light=True)
 
@@ -356,6 +391,7 @@ def edge_check(request, pk, node_pk):
     contract, membership = contract_for(request.user, pk, VIEW)
     node = get_object_or_404(Node, pk=node_pk, contract=contract)
     form = EdgeForm(request.GET, contract=contract, node=node)
+    form.fields["version"].required = False  # a check writes nothing
     ctx = {"edge_error": "", "edge_ok": ""}
     if request.GET.get("other", "").strip() and form.is_valid():
         other, kind = form.cleaned_data["other"], form.cleaned_data["kind"]
@@ -376,11 +412,27 @@ def edge_delete(request, pk, edge_pk):
     edge = get_object_or_404(
         Edge.objects.select_related("source", "target"), pk=edge_pk, contract=contract
     )
-    node = get_object_or_404(Node, pk=request.POST.get("node") or edge.source_id, contract=contract)
+    node_pk = request.POST.get("node") or str(edge.source_id)
+    if not node_pk.isdigit():
+        raise Http404("no such node")
+    node = get_object_or_404(Node, pk=int(node_pk), contract=contract)
+    form = VersionForm(request.POST)
+    if not form.is_valid():
+        return respond(
+            request, contract, membership, node=node, error=form_errors(form), status=422
+        )
     try:
-        services.edge_delete(edge=edge, user=request.user)
+        services.edge_delete(
+            edge=edge, user=request.user, expected_version=form.cleaned_data["version"]
+        )
     except services.ServiceError as exc:
         return respond(
-            request, contract, membership, node=node, error=str(exc), status=422, light=True
+            request,
+            contract,
+            membership,
+            node=node,
+            error=str(exc),
+            status=error_status(exc),
+            light=True,
         )
     return respond(request, contract, membership, node=node, light=True)

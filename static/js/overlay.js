@@ -95,6 +95,8 @@
         if (v === null || v === undefined || v === false) continue;
         if (k === "class") el.className = v;
         else if (k === "text") el.textContent = String(v);
+        // through the CSSOM: the Content-Security-Policy refuses style attributes
+        else if (k === "style") Object.assign(el.style, v);
         else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
         else el.setAttribute(k, v === true ? "" : String(v));
       }
@@ -820,7 +822,7 @@
       const n = counts[state] || 0;
       items.push(
         h("li", { class: n ? "" : "ce-zero", title: (this.p.states || {})[state] || "" }, [
-          h("span", { class: "ce-swatch ce-swatch--" + state, style: "background:" + fill + ";border-color:" + border }),
+          h("span", { class: "ce-swatch ce-swatch--" + state, style: { background: fill, borderColor: border } }),
           STATE_NAMES[state] + " ",
           h("span", { class: "ce-muted", text: String(n) }),
         ])

@@ -16,6 +16,15 @@
   // Settle at once: the key queue below reads the panel right after each answer
   htmx.config.defaultSettleDelay = 0;
 
+  // ---- a query's preview follows its decisions and intents. The filter lives here, not
+  // in an hx-trigger expression: htmx would eval() that, and the CSP forbids eval.
+  document.addEventListener("change", (e) => {
+    const fields = e.target.closest(".query-fields");
+    if (fields && (e.target.tagName === "SELECT" || e.target.type === "checkbox")) {
+      htmx.trigger(fields, "ce-preview");
+    }
+  });
+
   // ---- CSRF for every htmx request (also htmx.ajax calls from this file)
   const csrf = JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"];
   document.body.addEventListener("htmx:configRequest", (e) => {
@@ -165,10 +174,10 @@
     } else if (kind === "invariant") {
       htmx.ajax("GET", `${ws.dataset.invUrl}?start=${start}&end=${end}`, target);
     } else {
-      const pk = $("#ws-detail")?.dataset.pk;
+      const { pk, version } = $("#ws-detail")?.dataset || {};
       if (!pk) return false;
       const url = ws.dataset.evidenceUrl.replace("/nodes/0/", `/nodes/${pk}/`);
-      htmx.ajax("POST", url, { ...target, values: { start, end } });
+      htmx.ajax("POST", url, { ...target, values: { start, end, version } });
     }
     toolbar.hidden = true;
     window.getSelection().removeAllRanges();

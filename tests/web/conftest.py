@@ -138,6 +138,17 @@ def llm_env(monkeypatch, fake):
     return fake
 
 
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """API throttle counts and login lockouts live in the cache: none carries over
+    from one test to the next."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
 # ---------------------------------------------------------------- team annotation
 
 

@@ -20,7 +20,7 @@ def test_must_happen_after_stores_the_other_node_as_source(login, contract):
     node = contract.nodes.get(node_id="confirm_outcome")
     r = client.post(
         f"/c/{contract.pk}/nodes/{node.pk}/edges/",
-        {"relation": "in:requires", "other": "lookup_order"},
+        {"version": node.version, "relation": "in:requires", "other": "lookup_order"},
         **HTMX,
     )
     assert r.status_code == 200
@@ -38,7 +38,7 @@ def test_the_check_names_the_sentence_or_the_cycle_before_saving(login, contract
     assert "Adds: " in ok.content.decode() and "must happen before" in ok.content.decode()
     client.post(
         f"/c/{contract.pk}/nodes/{a.pk}/edges/",
-        {"relation": "out:requires", "other": "confirm_outcome"},
+        {"version": a.version, "relation": "out:requires", "other": "confirm_outcome"},
         **HTMX,
     )
     back = f"/c/{contract.pk}/nodes/{b.pk}/edges/check/"
@@ -53,11 +53,11 @@ def test_saving_a_cycle_is_refused_inline_and_stores_nothing(login, contract):
     a = contract.nodes.get(node_id="lookup_order")
     b = contract.nodes.get(node_id="confirm_outcome")
     data = {"relation": "out:enables", "other": "confirm_outcome"}
-    client.post(f"/c/{contract.pk}/nodes/{a.pk}/edges/", data, **HTMX)
+    client.post(f"/c/{contract.pk}/nodes/{a.pk}/edges/", data | {"version": a.version}, **HTMX)
     count = contract.edges.count()
     r = client.post(
         f"/c/{contract.pk}/nodes/{b.pk}/edges/",
-        {"relation": "out:requires", "other": "lookup_order"},
+        {"version": b.version, "relation": "out:requires", "other": "lookup_order"},
         **HTMX,
     )
     assert r.status_code == 422

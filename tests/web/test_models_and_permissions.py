@@ -58,7 +58,7 @@ def test_a_user_of_another_project_gets_404_everywhere(login, contract):
     for url in urls:
         assert client.get(url, **HTMX).status_code == 404, url
     posts = [
-        (f"/c/{contract.pk}/nodes/{node.pk}/review/", {"action": "confirm"}),
+        (f"/c/{contract.pk}/nodes/{node.pk}/review/", {"action": "confirm", "version": 1}),
         (f"/c/{contract.pk}/propose/", {}),
         (f"/c/{contract.pk}/status/", {"action": "audited"}),
         (f"/c/{contract.pk}/new-version/", {}),
@@ -87,7 +87,9 @@ def test_mutations_need_the_csrf_token(users, contract):
     client = Client(enforce_csrf_checks=True)
     client.force_login(users["admin"])
     node = contract.nodes.first()
-    response = client.post(f"/c/{contract.pk}/nodes/{node.pk}/review/", {"action": "reject"})
+    response = client.post(
+        f"/c/{contract.pk}/nodes/{node.pk}/review/", {"action": "reject", "version": 1}
+    )
     assert response.status_code == 403
     node.refresh_from_db()
     assert node.review_status == "confirmed"

@@ -283,7 +283,12 @@ def test_editing_the_details_is_recorded_in_history(login, started, users):
     assert 'data-testid="details-form"' in client.get(f"/c/{started.pk}/").content.decode()
     response = client.post(
         f"/c/{started.pk}/details/",
-        {"title": "Refunds & returns", "domain": "retail", "media_type": "text/plain"},
+        {
+            "title": "Refunds & returns",
+            "domain": "retail",
+            "media_type": "text/plain",
+            "version": 1,
+        },
         **HTMX,
     )
     assert response.status_code == 200
@@ -313,7 +318,7 @@ def test_a_media_type_change_does_not_touch_an_artifact_other_versions_share(
     shared = contract.artifact.media_type
     login("annotator").post(
         f"/c/{draft.pk}/details/",
-        {"title": "v2", "domain": "", "media_type": "text/plain"},
+        {"title": "v2", "domain": "", "media_type": "text/plain", "version": 1},
     )
     draft.refresh_from_db()
     contract.artifact.refresh_from_db()
@@ -325,7 +330,9 @@ def test_a_media_type_change_does_not_touch_an_artifact_other_versions_share(
 
 def test_bad_details_name_the_field_and_change_nothing(login, started):
     response = login("annotator").post(
-        f"/c/{started.pk}/details/", {"title": "", "domain": "", "media_type": "x/y"}, **HTMX
+        f"/c/{started.pk}/details/",
+        {"title": "", "domain": "", "media_type": "x/y", "version": 1},
+        **HTMX,
     )
     assert response.status_code == 422
     page = response.content.decode()
@@ -340,7 +347,7 @@ def test_an_audited_contract_refuses_details_edits(login, contract, users):
     assert 'data-testid="details-form"' not in client.get(f"/c/{audited.pk}/").content.decode()
     response = client.post(
         f"/c/{audited.pk}/details/",
-        {"title": "Changed", "domain": "", "media_type": "text/plain"},
+        {"title": "Changed", "domain": "", "media_type": "text/plain", "version": 1},
         **HTMX,
     )
     assert response.status_code == 422 and "read-only" in response.content.decode()

@@ -71,7 +71,7 @@ def test_an_uploaded_suite_runs_to_the_family_table(upload, small_suite, login):
     assert 'data-testid="family-table"' in html
     for family in batch.scores["per_family"]:
         assert f"<td>{family}</td>" in html
-    assert 'class="hbar b-det"' in html and "width: 100%" in html
+    assert 'class="hbar b-det"' in html and 'class="pct-100"' in html
     scores = login("annotator").get(f"/b/{batch.pk}/scores.json")
     assert json.loads(scores.content)["per_family"] == batch.scores["per_family"]
 

@@ -56,9 +56,13 @@ def test_confirm_and_reject_update_the_node_and_append_history(login, draft, use
     propose(login("annotator"), draft)
     client = login("annotator")
     first, second = draft.nodes.all()[:2]
-    r = client.post(f"/c/{draft.pk}/nodes/{first.pk}/review/", {"action": "confirm"}, **HTMX)
+    r = client.post(
+        f"/c/{draft.pk}/nodes/{first.pk}/review/", {"action": "confirm", "version": 1}, **HTMX
+    )
     assert r.status_code == 200 and 'data-testid="node-status">Confirmed' in r.content.decode()
-    client.post(f"/c/{draft.pk}/nodes/{second.pk}/review/", {"action": "reject"}, **HTMX)
+    client.post(
+        f"/c/{draft.pk}/nodes/{second.pk}/review/", {"action": "reject", "version": 1}, **HTMX
+    )
     first.refresh_from_db()
     second.refresh_from_db()
     assert (first.review_status, first.version) == ("confirmed", 2)
@@ -100,7 +104,7 @@ def test_edit_sets_fields_marks_edited_and_refuses_a_stale_version(login, contra
     # the panel shows meta as the JSON the edit form takes, not a Python dict
     assert "{&quot;tool&quot;: &quot;send_email&quot;}" in r.content.decode()
     stale = client.post(f"/c/{contract.pk}/nodes/{node.pk}/edit/", data | {"label": "x"}, **HTMX)
-    assert stale.status_code == 422 and "changed by someone else" in stale.content.decode()
+    assert stale.status_code == 409 and "changed by someone else" in stale.content.decode()
 
 
 def test_edit_refuses_a_parent_cycle(login, contract):
@@ -154,7 +158,9 @@ def test_set_as_evidence_adds_a_span_and_whitespace_is_trimmed(login, contract):
     start = text.index("Never reveal") - 2
     end = start + 20
     r = login("annotator").post(
-        f"/c/{contract.pk}/nodes/{node.pk}/evidence/", {"start": start, "end": end}, **HTMX
+        f"/c/{contract.pk}/nodes/{node.pk}/evidence/",
+        {"start": start, "end": end, "version": node.version},
+        **HTMX,
     )
     assert r.status_code == 200
     spans = list(node.spans.order_by("position").values_list("start", "end"))
@@ -167,19 +173,25 @@ def test_edges_can_be_added_and_removed(login, contract):
     target = contract.nodes.get(node_id="confirm_outcome")
     r = client.post(
         f"/c/{contract.pk}/nodes/{source.pk}/edges/",
-        {"direction": "out", "kind": "requires", "other": target.pk},
+        {"direction": "out", "kind": "requires", "other": target.pk, "version": source.version},
         **HTMX,
     )
     assert r.status_code == 200
     edge = contract.edges.get(source=source, target=target, kind="requires")
-    client.post(f"/c/{contract.pk}/edges/{edge.pk}/delete/", {"node": source.pk}, **HTMX)
+    client.post(
+        f"/c/{contract.pk}/edges/{edge.pk}/delete/",
+        {"node": source.pk, "version": edge.version},
+        **HTMX,
+    )
     assert not contract.edges.filter(pk=edge.pk).exists()
 
 
 def test_audit_panel_links_each_finding_to_its_node(login, contract):
     client = login("annotator")
     node = contract.nodes.get(node_id="outside_window")
-    client.post(f"/c/{contract.pk}/nodes/{node.pk}/review/", {"action": "reject"}, **HTMX)
+    client.post(
+        f"/c/{contract.pk}/nodes/{node.pk}/review/", {"action": "reject", "version": 1}, **HTMX
+    )
     page = client.get(f"/c/{contract.pk}/").content.decode()
     decision = contract.nodes.get(node_id="check_window")
     assert "decision-outcomes" in page
@@ -203,7 +215,9 @@ def test_an_audited_contract_is_read_only_and_changes_start_a_new_version(login,
     services.contract_mark_audited(contract=contract, user=users["reviewer"])
     client = login("annotator")
     node = contract.nodes.get(node_id="lookup_order")
-    r = client.post(f"/c/{contract.pk}/nodes/{node.pk}/review/", {"action": "reject"}, **HTMX)
+    r = client.post(
+        f"/c/{contract.pk}/nodes/{node.pk}/review/", {"action": "reject", "version": 1}, **HTMX
+    )
     assert r.status_code == 422 and "read-only" in r.content.decode()
     node.refresh_from_db()
     assert node.review_status == "confirmed"
@@ -247,6 +261,7 @@ def test_saving_a_query_stores_only_active_decisions(login, contract):
             "intents": "handle_refund",
             "branch:check_window": "outside_window",
             "branch:ghost": "nothing",
+            "version": 0,
         },
         **HTMX,
     )
@@ -259,7 +274,7 @@ def test_saving_a_query_stores_only_active_decisions(login, contract):
 
 def test_a_query_with_an_unchosen_decision_is_not_saved(login, contract):
     r = login("annotator").post(
-        f"/c/{contract.pk}/queries/", {"query_id": "q9", "text": "?"}, **HTMX
+        f"/c/{contract.pk}/queries/", {"query_id": "q9", "text": "?", "version": 0}, **HTMX
     )
     assert r.status_code == 422
     assert not contract.queries.filter(query_id="q9").exists()

@@ -41,9 +41,15 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--base", default=str(settings.BASE_DIR), help="project root")
+        parser.add_argument(
+            "--superuser",
+            action="store_true",
+            help="also make the demo admin a Django superuser (the /admin/ site); off by"
+            " default, since the demo passwords are public",
+        )
 
-    def handle(self, *args, base, **options):
-        project = self._project_and_users()
+    def handle(self, *args, base, superuser=False, **options):
+        project = self._project_and_users(superuser=superuser)
         admin = get_user_model().objects.get(username="admin")
         loaded, skipped = self._import_contracts(project, admin, Path(base))
         if not Contract.objects.filter(project=project, key=DRAFT_KEY).exists():
@@ -79,8 +85,15 @@ class Command(BaseCommand):
         self.stdout.write(f"Sign in at http://{host}:{port}/login/ as one of:")
         for username, role, password in DEMO_USERS:
             self.stdout.write(f"  {role.label:<10} {username} / {password}")
+        self.stdout.write(
+            self.style.WARNING(
+                "These demo passwords are public and for local use only: never load the demo"
+                " on a server that others can reach."
+                + ("" if superuser else " (No superuser was made; add --superuser for /admin/.)")
+            )
+        )
 
-    def _project_and_users(self) -> Project:
+    def _project_and_users(self, *, superuser: bool) -> Project:
         User = get_user_model()
         with transaction.atomic():
             project, _ = Project.objects.get_or_create(
@@ -94,9 +107,10 @@ class Command(BaseCommand):
                 user, created = User.objects.get_or_create(username=username)
                 if created:
                     user.set_password(password)
-                    user.is_staff = role == Role.ADMIN
-                    user.is_superuser = role == Role.ADMIN
                     user.save()
+                if superuser and role == Role.ADMIN and not user.is_superuser:
+                    user.is_staff = user.is_superuser = True
+                    user.save(update_fields=["is_staff", "is_superuser"])
                 Membership.objects.update_or_create(
                     project=project, user=user, defaults={"role": role}
                 )

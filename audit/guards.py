@@ -1,0 +1,115 @@
+"""What stands between a hostile or broken request and a 500.
+
+- :class:`LimitedJSONParser`: the API's JSON parser, within the size and depth limits
+  of :mod:`matching.input_limits` (413/400 naming the limit, never a RecursionError).
+- :class:`RequestGuardMiddleware`: a NUL character in a query parameter is a 400
+  naming the parameter (PostgreSQL cannot compare with one); a database that stayed
+  locked is a 503 asking to try again, not a 500.
+- :func:`not_found`: the ``handler404``; an unknown API URL answers in JSON.
+- :func:`bad_request`: the ``handler400`` that turns Django's bare "Bad Request" for
+  an oversized body into a 413 naming the limit.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
+from django.db import OperationalError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
+from rest_framework.exceptions import APIException, ParseError
+from rest_framework.parsers import JSONParser
+
+from matching.input_limits import InputRefused, load_json
+
+from .services.concurrency import TRANSIENT
+
+logger = logging.getLogger(__name__)
+MB = 1024 * 1024
+
+
+def body_limit() -> int:
+    return settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+
+
+def too_large_message(limit: int) -> str:
+    return (
+        f"the request is larger than the limit of {limit:,} bytes ({limit / MB:g} MB);"
+        " send less at once"
+    )
+
+
+class RequestTooLarge(APIException):
+    status_code = 413
+    default_detail = "the request body is too large"
+    default_code = "too_large"
+
+
+class LimitedJSONParser(JSONParser):
+    """DRF's JSON parser with a size limit, a depth limit and no NUL in any string."""
+
+    def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
+        limit = body_limit()
+        raw = stream.read(limit + 1) if stream is not None else b""
+        if len(raw) > limit:
+            raise RequestTooLarge(too_large_message(limit))
+        try:
+            return load_json(raw, what="the request body", max_bytes=limit)
+        except InputRefused as exc:
+            if exc.status == 413:
+                raise RequestTooLarge(exc.message) from None
+            where = "" if exc.path == "$" else f" at {exc.path}"
+            raise ParseError(f"{exc.message}{where}") from None
+
+
+def _answer(request: HttpRequest, message: str, status: int) -> HttpResponse:
+    """The message as JSON for the API, as text for a page (never a template)."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": message}, status=status)
+    return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
+
+
+class RequestGuardMiddleware:
+    def __init__(self, get_response: Any) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        for key, values in request.GET.lists():
+            if any("\x00" in v for v in (key, *values)):
+                name = key.replace("\x00", "\\0")
+                return _answer(
+                    request, f"the parameter {name!r} contains a NUL character", status=400
+                )
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> Any:
+        if isinstance(exception, OperationalError) and any(
+            marker in str(exception).lower() for marker in TRANSIENT
+        ):
+            logger.warning("database busy on %s: %s", request.path, exception)
+            response = _answer(
+                request, "the database is busy with other changes; try again in a moment", 503
+            )
+            response["Retry-After"] = "2"
+            return response
+        return None
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """``handler404``: an API URL that matches no route answers in JSON, as every other
+    API error does (a page for everything else)."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "no such object"}, status=404)
+    return defaults.page_not_found(request, exception)
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """``handler400``: an oversized or overfull request gets a message naming the limit."""
+    if isinstance(exception, RequestDataTooBig):
+        return _answer(request, too_large_message(body_limit()), 413)
+    if isinstance(exception, TooManyFieldsSent | TooManyFilesSent):
+        return _answer(request, f"the request has too many fields or files ({exception})", 400)
+    return defaults.bad_request(request, exception)  # type: ignore[arg-type]

@@ -1,0 +1,166 @@
+"""What the sweep tests share: one project with an object of every kind, and every URL.
+
+``world`` builds, in the project ``tests`` of the shared fixtures, an audited contract
+with a finished run and a verdict, a draft next version (with a node, span, edge,
+invariant and query to edit) and a batch. ``routes`` walks the URL resolver, so a new
+URL pattern is swept without anyone listing it here: a pattern whose parameters this
+module cannot fill fails the walk instead of being skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from django.urls import URLPattern, URLResolver, get_resolver
+
+TAU = [
+    {"name": "lookup_order", "kwargs": {"order_id": "1042"}},
+    {"name": "respond", "kwargs": {"content": "Your refund is approved."}},
+]
+# Namespaces whose routes hold project data; the rest (login, admin, static) do not.
+SWEPT = ("audit", "api")
+# API routes without project data: the schema, its docs, the browsable API's login
+# and its root (a list of links).
+NO_DATA = ("schema", "docs", "api-root", "login", "logout")
+
+
+@dataclass
+class World:
+    project: Any
+    audited: Any
+    draft: Any
+    run: Any
+    batch: Any
+    node: Any
+    span: Any
+    edge: Any
+    invariant: Any
+    query: Any
+    assignment: Any
+    comment: Any
+
+
+def build_world(users, refund_doc) -> World:
+    from audit import services
+    from audit.models import Batch, BatchSource, Project
+
+    project = Project.objects.get(slug="tests")
+    audited = services.contract_import(project=project, user=users["admin"], source=refund_doc)
+    audited = services.contract_mark_audited(contract=audited, user=users["reviewer"])
+    run, _ = services.run_create(
+        contract=audited, user=users["annotator"], query_key="q1", kind="tau_bench", data=TAU
+    )
+    run = services.run_execute(run_id=run.pk)
+    services.verdict_record(run=run, user=users["reviewer"], agrees=True, note="fine")
+    draft = services.contract_new_version(contract=audited, user=users["admin"])
+    node = draft.nodes.get(node_id="verify_owner")
+    batch = Batch.objects.create(
+        project=project, source=BatchSource.FIXTURES, name="fixtures/clean", total=0
+    )
+    assignment = services.assignment_create(
+        project=project,
+        contract=draft,
+        user=users["annotator"],
+        by=users["admin"],
+        role="annotator",
+    )
+    comment = services.comment_create(contract=draft, user=users["reviewer"], body="Why?")
+    return World(
+        project=project,
+        audited=audited,
+        draft=draft,
+        run=run,
+        batch=batch,
+        node=node,
+        span=node.spans.first(),
+        edge=draft.edges.first(),
+        invariant=draft.invariants.first(),
+        query=draft.queries.first(),
+        assignment=assignment,
+        comment=comment,
+    )
+
+
+@dataclass(frozen=True)
+class Route:
+    namespace: str
+    name: str | None
+    url: str
+
+    @property
+    def is_api(self) -> bool:
+        return self.namespace == "api"
+
+    @property
+    def has_object(self) -> bool:
+        """The route names one object (or one project), not a list of the user's."""
+        return bool(re.search(r"^/(p|c|r|b|comments)/|^/api/\w+/[^/.]+[/.]", self.url))
+
+
+def _patterns(resolver, prefix: str = "", namespace: str | None = None):
+    for p in resolver.url_patterns:
+        if isinstance(p, URLResolver):
+            yield from _patterns(p, prefix + str(p.pattern), p.namespace or namespace)
+        elif isinstance(p, URLPattern):
+            yield namespace, p.name, prefix + str(p.pattern)
+
+
+def _values(w: World, pattern: str) -> dict[str, Any]:
+    """The parameters of ``pattern`` for the objects of ``w``."""
+    pk = {"c": w.draft.pk, "r": w.run.pk, "b": w.batch.pk, "comments": w.comment.pk}
+    api_pk = {"contracts": w.draft.pk, "queries": w.query.pk, "runs": w.run.pk}
+    api_pk |= {"batches": w.batch.pk, "assignments": w.assignment.pk, "comments": w.comment.pk}
+    head = pattern.split("/", 1)[0]
+    api = re.match(r"api/\^?(\w+)", pattern)
+    return {
+        "pk": api_pk.get(api.group(1)) if api else pk.get(head),
+        "assignment_pk": w.assignment.pk,
+        "slug": w.project.slug,
+        "node_pk": w.node.pk,
+        "span_pk": w.span.pk,
+        "edge_pk": w.edge.pk,
+        "inv_pk": w.invariant.pk,
+        "query_pk": w.query.pk,
+        "fmt": "json",
+        "format": "json",
+    }
+
+
+def fill(pattern: str, values: dict[str, Any]) -> str:
+    """A URL of a ``path()`` or regular-expression pattern with its parameters filled in.
+
+    >>> fill(r"api/^runs/(?P<pk>[^/.]+)/export\\.(?P<format>[a-z0-9]+)/?$", {"pk": 3, "format": "json"})
+    '/api/runs/3/export.json'
+    >>> fill("c/<int:pk>/nodes/<int:node_pk>/", {"pk": 1, "node_pk": 2})
+    '/c/1/nodes/2/'
+    """
+
+    def value(m: re.Match[str]) -> str:
+        if values.get(m.group(1)) is None:
+            raise KeyError(f"no value for {m.group(1)!r} in the pattern {pattern!r}")
+        return str(values[m.group(1)])
+
+    url = re.sub(r"\(\?P<(\w+)>[^)]*\)", value, pattern)
+    url = re.sub(r"<(?:\w+:)?(\w+)>", value, url)
+    url = url.replace("^", "").replace("$", "").replace("/?", "").replace("\\.", ".")
+    return "/" + url
+
+
+def routes(w: World) -> list[Route]:
+    """Every route of the swept namespaces, filled in with the objects of ``w``."""
+    out = []
+    for namespace, name, pattern in _patterns(get_resolver()):
+        if namespace not in SWEPT or (namespace == "api" and name in NO_DATA):
+            continue
+        url = fill(pattern, _values(w, pattern))
+        out.append(Route(namespace, name, url))
+    return out
+
+
+def row_counts() -> dict[str, int]:
+    """How many rows each audit table holds: a refused request changes none."""
+    from django.apps import apps
+
+    return {m.__name__: m.objects.count() for m in apps.get_app_config("audit").get_models()}

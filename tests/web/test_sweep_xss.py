@@ -1,0 +1,161 @@
+"""Script payloads in every text a user can write come back escaped on every page."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import zipfile
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from .sweep import build_world
+
+pytestmark = pytest.mark.django_db
+HTMX = {"HTTP_HX_REQUEST": "true"}
+PAYLOADS = [
+    '<script>alert("xss-1")</script>',
+    '"><img src=x onerror=alert(2)>',
+    "'><svg onload=alert(3)>",
+    "</textarea><script>alert(4)</script>",
+    '<a href="javascript:alert(5)">x</a>',
+    "<iframe srcdoc='<script>alert(6)</script>'>",
+]
+ALL = " ".join(PAYLOADS)
+
+
+@pytest.fixture
+def world(project, users, refund_doc):
+    return build_world(users, refund_doc)
+
+
+def _import_hostile(client, refund_doc) -> None:
+    doc = json.loads(json.dumps(refund_doc))
+    doc.update(id="hostile", title=ALL, domain=PAYLOADS[1])
+    for n in doc["nodes"]:
+        n["label"], n["description"], n["meta"] = PAYLOADS[0], ALL, {"note": ALL}
+    for inv in doc.get("invariants", []):
+        inv["label"], inv["description"] = PAYLOADS[2], ALL
+    for q in doc.get("queries", []):
+        q["text"] = ALL
+    response = client.post("/p/tests/import/", {"document": json.dumps(doc)})
+    assert response.status_code == 302, response.content[:500]
+
+
+def _write_through_forms(client, w) -> None:
+    pk, node = w.draft.pk, w.node
+    post = {
+        f"/c/{pk}/details/": {
+            "title": ALL[:300],
+            "domain": PAYLOADS[1],
+            "media_type": "text/markdown",
+            "version": w.draft.details_version,
+        },
+        f"/c/{pk}/nodes/{node.pk}/edit/": {
+            "node_id": node.node_id,
+            "type": node.type,
+            "label": PAYLOADS[0],
+            "description": ALL,
+            "combine": "all",
+            "meta": json.dumps({"note": ALL}),
+            "version": node.version,
+        },
+        f"/c/{pk}/invariants/{w.invariant.pk}/": {
+            "inv_id": w.invariant.inv_id,
+            "label": PAYLOADS[2],
+            "description": ALL,
+            "check": json.dumps({"forbid_regex": "x", "violation_example": ALL}),
+            "version": w.invariant.version,
+        },
+        f"/c/{pk}/queries/": {
+            "query_id": "q_xss",
+            "text": ALL,
+            "intents": "handle_refund",
+            "branch:check_window": "within_window",
+            "version": 0,
+        },
+    }
+    for url, data in post.items():
+        response = client.post(url, data, **HTMX)
+        assert response.status_code == 200, (url, response.content[:800])
+
+
+def _run_with_hostile_text(client, w) -> int:
+    response = client.post(
+        "/p/tests/runs/new/",
+        {
+            "target": f"{w.audited.pk}|q1",
+            "input_kind": "text",
+            "text": f"[assistant] {ALL}",
+            "source_kind": "auto",
+            "mode": "token",
+            "extractor": "none",
+            "model_name": PAYLOADS[3][:200],
+        },
+    )
+    assert response.status_code == 302, response.content[:800]
+    run_pk = int(response.url.rstrip("/").split("/")[-1])
+    from audit import services
+
+    services.run_execute(run_id=run_pk)
+    response = client.post(f"/r/{run_pk}/verdict/", {"agrees": "no", "note": ALL})
+    assert response.status_code == 302
+    return run_pk
+
+
+def _batch_with_hostile_name(client, refund_doc) -> int:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as zf:
+        zf.writestr("contracts/refund-mini.json", json.dumps(refund_doc))
+        zf.writestr("cases.jsonl", "")
+    name = "<img src=x onerror=alert(7)>.zip"
+    response = client.post(
+        "/p/tests/batches/new/",
+        {"mode": "oracle", "extractor": "none", "suite": SimpleUploadedFile(name, out.getvalue())},
+    )
+    # an empty suite is refused: the name still comes back in the message, escaped
+    assert response.status_code in (302, 400)
+    return response
+
+
+def _unescaped(body: str) -> list[str]:
+    found = [p for p in PAYLOADS if p in body]
+    found += re.findall(r"<(?:img|svg|iframe)[^>]*(?:onerror|onload|srcdoc)", body)
+    found += re.findall(r"""(?:href|src)\s*=\s*["']?\s*javascript:""", body)
+    return found
+
+
+def test_script_payloads_in_every_text_field_come_back_escaped(client, users, world, refund_doc):
+    client.force_login(users["admin"])
+    _import_hostile(client, refund_doc)
+    _write_through_forms(client, world)
+    run_pk = _run_with_hostile_text(client, world)
+    pages = [_batch_with_hostile_name(client, refund_doc)]
+    from audit.models import Contract
+
+    hostile = Contract.objects.get(key="hostile")
+    pk = world.draft.pk
+    urls = [
+        "/p/tests/",
+        f"/c/{pk}/",
+        f"/c/{pk}/?node={world.node.node_id}",
+        f"/c/{pk}/invariants/{world.invariant.pk}/",
+        f"/c/{pk}/queries/preview/?load={world.draft.queries.get(query_id='q_xss').pk}",
+        f"/c/{hostile.pk}/",
+        f"/c/{hostile.pk}/?node={hostile.nodes.first().node_id}",
+        "/p/tests/runs/",
+        f"/r/{run_pk}/",
+        "/p/tests/inbox/",
+        "/p/tests/batches/",
+    ]
+    pages += [client.get(url) for url in urls]
+    pages += [client.get(f"/c/{pk}/nodes/{world.node.pk}/", **HTMX)]
+    for response in pages:
+        assert response.status_code in (200, 400), response
+        body = response.content.decode()
+        assert _unescaped(body) == [], response.wsgi_request.path
+    assert (
+        "&lt;script&gt;alert(&quot;xss-1&quot;)&lt;/script&gt;"
+        in client.get(f"/c/{pk}/?node={world.node.node_id}").content.decode()
+    )
