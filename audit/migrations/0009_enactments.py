@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("audit", "0008_merge_semantic_mode"),
+        ("audit", "0009_merge_versions"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
