@@ -39,6 +39,8 @@ IMPORT = Role.REVIEWER
 RUN = Role.ANNOTATOR  # start a run, see runs
 BATCH = Role.REVIEWER  # start a suite batch
 VERDICT = Role.REVIEWER  # record a verdict on a run
+TEACH = Role.REVIEWER  # pair or unpair a run's steps (teaches enactments)
+UNTEACH = Role.ANNOTATOR  # remove a taught enactment from a contract
 # Starting a contract from a new artifact is annotation work: annotators and admins
 # (a reviewer-only member reviews what others start).
 CREATE_ROLES = frozenset({Role.ANNOTATOR, Role.ADMIN})

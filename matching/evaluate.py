@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .conditioning import Expected, condition
+from .corrections import Corrections, correct
 from .failures import (
     Failure,
     extra_action_failures,
@@ -141,7 +142,13 @@ def evaluate(
     return evaluate_detailed(condition(contract, query), observed, mode=mode).report()
 
 
-def evaluate_detailed(expected: Expected, observed: Observed, *, mode: str = "token") -> Evaluation:
+def evaluate_detailed(
+    expected: Expected,
+    observed: Observed,
+    *,
+    mode: str = "token",
+    corrections: Corrections | None = None,
+) -> Evaluation:
     """Conformance of ``observed`` to ``expected``, with per-node detail.
 
     Parameters
@@ -150,8 +157,11 @@ def evaluate_detailed(expected: Expected, observed: Observed, *, mode: str = "to
         G_E(q), from :func:`matching.conditioning.condition`.
     observed : Observed
         The observed execution.
-    mode : {"token", "oracle"}
-        The matching mode (ALGORITHMS.md §2).
+    mode : {"token", "oracle", "semantic"}
+        The matching mode (ALGORITHMS.md §2; semantic: docs/engine.md).
+    corrections : Corrections, optional
+        A reviewer's forced and refused pairs, applied to the automatic alignment
+        (:mod:`matching.corrections`) before it is scored.
 
     Returns
     -------
@@ -163,6 +173,8 @@ def evaluate_detailed(expected: Expected, observed: Observed, *, mode: str = "to
         For an unknown ``mode``.
     """
     m = align(expected, observed, mode=mode)
+    if corrections:
+        m = correct(m, expected, corrections)
     s = satisfaction(expected, m, observed)
     branch_failures, folded = wrong_branch_failures(expected, m, s)
     omitted, omission_status = omission_failures(expected, s, folded)

@@ -47,6 +47,9 @@ class Alignment:
     wrong_branch_of: dict[str, str] = field(default_factory=dict)  # obs id -> inactive node
     consumed_output: list[str] = field(default_factory=list)  # obs ids paired with outputs
     extra: list[str] = field(default_factory=list)
+    # expected id -> sim of its pair minus the best sim of the same step to another
+    # active obligation (semantic and token modes; a weak pairing has a small one)
+    margins: dict[str, float] = field(default_factory=dict)
 
     @property
     def paired_observed(self) -> dict[str, str]:

@@ -43,7 +43,16 @@ from typing import Any
 from .evaluate import Evaluation
 from .formats import Observed, Span
 
-__all__ = ["OVERLAY", "STATES", "OBSERVED_STATUSES", "edge_id", "overlay_payload"]
+__all__ = [
+    "OVERLAY",
+    "STATES",
+    "OBSERVED_STATUSES",
+    "WEAK_MARGIN",
+    "WEAK_SCORE",
+    "edge_id",
+    "is_weak",
+    "overlay_payload",
+]
 
 OVERLAY = "contracteval.overlay/v1"
 
@@ -71,6 +80,24 @@ OBSERVED_STATUSES: dict[str, str] = {
 }
 
 _SATISFIED = frozenset({"direct", "derived", "covered", "passed"})
+
+#: A pairing is *weak* (drawn distinctly, counted on the run page) when its similarity
+#: is below the mode's bar (semantic: the confident-first bar, 0.60; token: 0.50, well
+#: above the spec's 0.35 pairing threshold) or its margin to the runner-up obligation
+#: for the same step is below ``WEAK_MARGIN``. Oracle and reviewer pairs are never weak.
+WEAK_SCORE: dict[str, float] = {"semantic": 0.60, "token": 0.50}
+WEAK_MARGIN = 0.05
+
+
+def is_weak(mode: str, score: float | None, margin: float | None) -> bool:
+    """Whether a pairing of ``score`` (and ``margin`` to the runner-up) is weak.
+
+    >>> is_weak("semantic", 0.9, 0.01), is_weak("semantic", 0.5, None), is_weak("oracle", 0.1, None)
+    (True, True, False)
+    """
+    if score is None or mode not in WEAK_SCORE or score >= 1.0:
+        return False
+    return score < WEAK_SCORE[mode] or (margin is not None and margin < WEAK_MARGIN)
 
 
 def edge_id(source: str, target: str) -> str:
@@ -121,6 +148,7 @@ def overlay_payload(evaluation: Evaluation, observed: Observed) -> dict[str, Any
     counts: dict[str, int] = {s: 0 for s in STATES}
     for item in nodes:
         counts[item["state"]] += 1
+    observed_items = _observed(ev, targets)
     return {
         "format": OVERLAY,
         "contract": {"id": c.id, "title": c.title},
@@ -132,12 +160,14 @@ def overlay_payload(evaluation: Evaluation, observed: Observed) -> dict[str, Any
         "nodes": nodes,
         "edges": _edges(ev),
         "invariants": _invariants(ev),
-        "observed": _observed(ev, targets),
+        "observed": observed_items,
         "dropped": [{"id": i, "reason": r} for i, r in m.dropped],
         "failures": [_targets(f, ev) for f in ev.failures],
         "metrics": dict(ev.metrics),
         "unjudged_invariants": list(ev.unjudged),
         "counts": counts,
+        "weak": sum(1 for o in observed_items if o["weak"]),
+        "thresholds": {"weak_score": WEAK_SCORE.get(m.mode), "weak_margin": WEAK_MARGIN},
         "states": dict(STATES),
         "observed_statuses": dict(OBSERVED_STATUSES),
     }
@@ -211,6 +241,7 @@ def _nodes(ev: Evaluation, targets: dict[str, Target]) -> list[dict[str, Any]]:
                 "chosen_outcome": e.decisions.get(n.id),
                 "pos": list(pos) if pos is not None and n.id in e.active else None,
                 "score": m.scores.get(n.id),
+                "weak": is_weak(m.mode, m.scores.get(n.id), m.margins.get(n.id)),
                 "spans": _spans(n.evidence),
                 "observed": observed_of.get(n.id, []),
             }
@@ -269,6 +300,8 @@ def _observed(ev: Evaluation, targets: dict[str, Target]) -> list[dict[str, Any]
     out = []
     for o in m.kept:
         target, relation = targets[o.id]
+        score = m.scores.get(target) if relation == "pairs" and target else None
+        margin = m.margins.get(target) if score is not None and target else None
         out.append(
             {
                 "id": o.id,
@@ -279,7 +312,9 @@ def _observed(ev: Evaluation, targets: dict[str, Target]) -> list[dict[str, Any]
                 "status": ev.observed_status.get(o.id, "extra"),
                 "expected": target,
                 "relation": relation,
-                "score": m.scores.get(target) if relation == "pairs" and target else None,
+                "score": score,
+                "margin": margin,
+                "weak": is_weak(m.mode, score, margin),
                 "spans": _spans(o.evidence),
             }
         )

@@ -120,8 +120,24 @@ def semantic_align(
     pairs = _assign(expected, kept, act, weights, rules)
     m.pairs = {e: kept[pairs[e]].id for e in rows if e in pairs}
     m.scores = {e: float(act[rows.index(e), pairs[e]]) for e in m.pairs}
+    by_row = margins(act, {rows.index(e): pairs[e] for e in m.pairs})
+    m.margins = {rows[i]: v for i, v in by_row.items()}
     _leftovers(m, expected, kept, text, s, obs, inactive, rules)
     return m
+
+
+def margins(act: np.ndarray, pairs: dict[int, int]) -> dict[int, float]:
+    """Row -> its pair's similarity minus the best similarity of the same step to any
+    other active obligation (1.0 when no other obligation competes for it).
+
+    >>> margins(np.array([[0.8, 0.1], [0.7, 0.2]]), {0: 0})
+    {0: 0.1}
+    """
+    out: dict[int, float] = {}
+    for r, c in pairs.items():
+        others = np.delete(act[:, c], r)
+        out[r] = round(float(act[r, c] - others.max()), 6) if others.size else 1.0
+    return out
 
 
 def _bind_tools(s: np.ndarray, nodes: list, kept: list[ObservedNode], text: str) -> None:

@@ -35,6 +35,7 @@ from .runs import (
     RunMode,
     RunStatus,
 )
+from .teaching import Enactment, RunCorrection
 from .team import (
     AnnotatorDecision,
     Assignment,
@@ -70,6 +71,7 @@ __all__ = [
     "Contract",
     "ContractStatus",
     "Edge",
+    "Enactment",
     "EdgeKind",
     "ExtractorName",
     "InputKind",
@@ -86,6 +88,7 @@ __all__ = [
     "ReviewVerdict",
     "Role",
     "Run",
+    "RunCorrection",
     "RunMode",
     "RunStatus",
     "Span",

@@ -31,6 +31,7 @@ from ..models import (
 )
 from ..permissions import decisions_visible
 from .contracts import contract_document, project_contracts
+from .teaching import with_taught
 
 
 @dataclass
@@ -217,7 +218,7 @@ def export_document(contract: Contract) -> dict[str, Any]:
         for node in doc["nodes"]:
             if node["parent"] is None:
                 node["meta"] = {**node["meta"], "audit": found}
-    return doc
+    return with_taught(doc, contract)
 
 
 AGREEMENT_FIELDS = [

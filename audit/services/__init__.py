@@ -48,6 +48,7 @@ from .proposals import (
 )
 from .queries import query_delete, query_document, query_save
 from .runs import NO_LLM_FOR_INVARIANTS, input_hash, run_create, run_execute, run_retry
+from .teaching import enactment_delete, run_pair, run_unpair
 from .team import (
     assignment_create,
     assignment_delete,
@@ -67,6 +68,9 @@ __all__ = [
     "tool_binding_confirm",
     "tool_catalogue_import",
     "tools_declare_read_only",
+    "enactment_delete",
+    "run_pair",
+    "run_unpair",
     "double_annotation_set",
     "decisions_by_user",
     "decision_record",

@@ -21,9 +21,11 @@ from django.db import IntegrityError, InterfaceError, OperationalError, transact
 from django.utils import timezone
 
 from matching.conditioning import condition
+from matching.enactments import with_enactments
 from matching.errors import ContractEvalError
 from matching.evaluate import evaluate_detailed
 from matching.extractors import reextract
+from matching.formats import Contract as ContractDoc
 from matching.formats import observed_from_data
 from matching.input_limits import check_json
 from matching.llm.client import LLMClient, LLMError
@@ -49,6 +51,7 @@ from ..models import (
 )
 from ..permissions import RUN, authorize
 from ..selectors.contracts import contract_document
+from ..selectors.teaching import taught_enactments
 from .common import (
     LLMRetry,
     ServiceError,
@@ -93,6 +96,9 @@ def input_hash(
         parts.append("judge-invariants")
     if llm:  # another model or endpoint gives other answers: another run
         parts.append(f"llm:{llm['model']}@{llm['endpoint']}")
+    taught = taught_enactments(contract) if mode == RunMode.SEMANTIC else {}
+    if taught:  # enactments taught since are new inputs of a semantic run
+        parts.append("enactments:" + json.dumps(taught, sort_keys=True, ensure_ascii=False))
     for part in (*parts, canonical):
         h.update(part.encode("utf-8"))
         h.update(b"\0")
@@ -220,10 +226,19 @@ def _record_run(run: Run) -> None:
     )
 
 
+def run_contract(run: Run) -> ContractDoc:
+    """The contract a run is judged against: in semantic mode with the enactments
+    reviewers taught (token and oracle modes never read enactments)."""
+    contract = load_contract(contract_document(run.contract))
+    if run.mode == RunMode.SEMANTIC:
+        contract = with_enactments(contract, taught_enactments(run.contract))
+    return contract
+
+
 def _evaluate(run: Run) -> tuple[dict[str, Any], dict[str, Any] | None, list[str]]:
     """The report, the overlay payload and warnings of ``run`` (engine only; the LLM's
     model, usage and quote counts are set on ``run``, which the caller saves)."""
-    contract = load_contract(contract_document(run.contract))
+    contract = run_contract(run)
     expected = condition(contract, run.query_key)
     observed = observed_from_data(run.observed)
     client = _run_client(run)

@@ -17,9 +17,10 @@ from .. import services
 from ..filters import RunListFilter, filter_values
 from ..forms import RunForm, VerdictForm
 from ..models import METRIC_FIELDS, RunStatus
-from ..permissions import RUN, VERDICT, has_role, project_for, run_for
+from ..permissions import RUN, TEACH, VERDICT, has_role, project_for, run_for
 from ..selectors import exports
 from ..selectors import runs as run_reads
+from ..selectors import teaching as teaching_reads
 from ..services.jobs import run_is_stale
 from .common import LimitFirstPage, attachment, poll
 
@@ -142,6 +143,7 @@ def _run_context(run, membership, verdict_form=None, verdict_error=""):
         "can_verdict": has_role(membership.role, VERDICT),
         "verdict_form": verdict_form or VerdictForm(),
         "verdict_error": verdict_error,
+        **teaching_reads.correction_context(run, has_role(membership.role, TEACH)),
         "next_unreviewed": run_reads.next_unreviewed(run),
     }
 

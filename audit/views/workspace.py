@@ -32,8 +32,9 @@ from ..forms import (
     VersionForm,
 )
 from ..models import Edge, Node, NodeType, ReviewStatus, Span
-from ..permissions import EDIT, REVIEW, VIEW, contract_for, has_role
+from ..permissions import EDIT, REVIEW, UNTEACH, VIEW, contract_for, has_role
 from ..selectors import contracts as contract_reads
+from ..selectors import teaching as teaching_reads
 from ..selectors import workspace as ws
 from .common import error_status, form_errors, workspace_url
 
@@ -86,6 +87,8 @@ def header_context(contract, membership, rows, audit):
         "run": ws.latest_proposal_run(contract),
         "versions": ws.contract_versions(contract),
         "can_review": has_role(membership.role, REVIEW),
+        "enactments": teaching_reads.enactment_list(contract),
+        "can_unteach": has_role(membership.role, UNTEACH),
         "can_mark_audited": ws.can_mark_audited(contract, audit, counts),
         "details_form": _details_form(contract) if writable else None,
     }

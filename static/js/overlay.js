@@ -785,7 +785,7 @@
     const traceSpans = [];
     for (const o of p.observed) {
       o.spans.forEach((s, k) =>
-        traceSpans.push({ start: s.start, end: s.end, owner: "observed:" + o.id, cls: "ce-obs ce-obs--" + o.status, badge: k === 0 ? o.id : null })
+        traceSpans.push({ start: s.start, end: s.end, owner: "observed:" + o.id, cls: "ce-obs ce-obs--" + o.status + (o.weak ? " ce-obs--weak" : ""), badge: k === 0 ? o.id : null })
       );
     }
     this.traceMarks = renderSpans(this.traceBox, p.trace.text || "", traceSpans, (owner) => this.selectOwner(owner));

@@ -40,11 +40,12 @@ class World:
     query: Any
     assignment: Any
     comment: Any
+    enactment: Any
 
 
 def build_world(users, refund_doc) -> World:
     from audit import services
-    from audit.models import Batch, BatchSource, Project
+    from audit.models import Batch, BatchSource, Enactment, Project
 
     project = Project.objects.get(slug="tests")
     audited = services.contract_import(project=project, user=users["admin"], source=refund_doc)
@@ -67,6 +68,9 @@ def build_world(users, refund_doc) -> World:
         role="annotator",
     )
     comment = services.comment_create(contract=draft, user=users["reviewer"], body="Why?")
+    enactment = Enactment.objects.create(
+        contract=draft, node_id="verify_owner", text="The email matches.", run=run, step_id="o1"
+    )
     return World(
         project=project,
         audited=audited,
@@ -80,6 +84,7 @@ def build_world(users, refund_doc) -> World:
         query=draft.queries.first(),
         assignment=assignment,
         comment=comment,
+        enactment=enactment,
     )
 
 
@@ -123,6 +128,9 @@ def _values(w: World, pattern: str) -> dict[str, Any]:
         "edge_pk": w.edge.pk,
         "inv_pk": w.invariant.pk,
         "query_pk": w.query.pk,
+        "enactment_pk": w.enactment.pk,
+        "family": "omission",
+        "case_id": "any-case",
         "fmt": "json",
         "format": "json",
     }

@@ -1,0 +1,174 @@
+"""Reviewer-taught enactments: pairing and unpairing a run's steps stores a corrected
+report beside the automatic one, each confirmed pairing becomes an enactment of the
+contract (listed, removable by an annotator, exported), and the next semantic-mode run
+of a similar trace pairs the step on its own."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from audit.models import AuditRecord, Enactment, Run, RunCorrection
+
+pytestmark = pytest.mark.django_db
+
+TRACE = """[user] Hi, I'd like a refund for order {order} please, it arrived {days} days ago.
+[tool] lookup_order(order_id="{order}")
+[result] {{"order_id": "{order}", "email": "sam@example.com", "total": 59.00}}
+[assistant] The email on order {order} matches the one you wrote from, so I can confirm the purchase is yours.
+[assistant] {Days} days on the calendar puts you comfortably under our cutoff.
+[tool] issue_refund(order_id="{order}", amount=59.00, to="original_payment")
+[result] {{"refund_id": "RF-88", "status": "approved"}}
+[assistant] Your refund of $59.00 is approved and should arrive within 5 business days.
+"""
+STEP = "Ten days on the calendar puts you comfortably under our cutoff."
+
+
+def _run(client, audited, capture, *, order="1042", days="ten", mode="semantic") -> Run:
+    text = TRACE.format(order=order, days=days, Days=days.capitalize())
+    form = {
+        "target": f"{audited.pk}|q1",
+        "input_kind": "text",
+        "text": text,
+        "source_kind": "trace",
+        "mode": mode,
+        "extractor": "behaviour",
+    }
+    with capture(execute=True):
+        r = client.post("/p/tests/runs/new/", form)
+    assert r.status_code == 302
+    run = Run.objects.order_by("-pk").first()
+    assert run is not None and run.status == "done", run and run.error
+    return run
+
+
+def _step_of(run: Run, text: str) -> str:
+    trace = run.overlay["trace"]["text"]
+    for o in run.overlay["observed"]:
+        if any(text in trace[s["start"] : s["end"]] for s in o["spans"]):
+            return o["id"]
+    raise AssertionError(f"no step says {text!r}")
+
+
+def _families(report: dict) -> set[tuple[str, str]]:
+    return {(f["family"], f["location"]) for f in report["failures"]}
+
+
+def test_pairing_stores_a_corrected_report_with_who_and_when_and_teaches_an_enactment(
+    audited, login, django_capture_on_commit_callbacks
+):
+    client = login("reviewer")
+    run = _run(client, audited, django_capture_on_commit_callbacks)
+    step = _step_of(run, STEP)
+    assert ("omission", "check_window") in _families(run.report)
+    r = client.post(f"/r/{run.pk}/pair/", {"observed": step, "expected": "check_window"})
+    assert r.status_code == 302
+    fix = RunCorrection.objects.get(run=run)
+    assert fix.reviewer.username == "reviewer" and fix.created_at is not None
+    assert ("omission", "check_window") not in _families(fix.report)
+    assert ("extra_action", step) not in _families(fix.report)
+    run.refresh_from_db()  # the automatic report is kept as it was
+    assert ("omission", "check_window") in _families(run.report)
+    e = Enactment.objects.get()
+    assert (e.node_id, e.text, e.run_id, e.step_id) == ("check_window", STEP, run.pk, step)
+    assert e.reviewer.username == "reviewer"
+    page = client.get(f"/r/{run.pk}/").content.decode()
+    assert 'data-testid="corrected-report"' in page and ">reviewer</strong>" in page
+    assert 'data-testid="weak-count"' in page
+
+
+def test_unpairing_refuses_a_pairing_and_teaches_nothing(
+    audited, login, django_capture_on_commit_callbacks
+):
+    client = login("reviewer")
+    run = _run(client, audited, django_capture_on_commit_callbacks)
+    paired = {a["expected"]: a["observed"] for a in run.report["alignment"]}
+    r = client.post(f"/r/{run.pk}/unpair/", {"expected": "verify_owner"})
+    assert r.status_code == 302
+    fix = RunCorrection.objects.get(run=run)
+    assert fix.corrections["unpair"] == [["verify_owner", paired["verify_owner"]]]
+    assert ("extra_action", paired["verify_owner"]) in _families(fix.report)
+    assert not Enactment.objects.exists()
+    assert AuditRecord.objects.filter(action="unpair", object_id=str(run.pk)).exists()
+
+
+def test_annotators_cannot_pair_and_bad_pairs_store_nothing(
+    audited, login, django_capture_on_commit_callbacks
+):
+    run = _run(login("annotator"), audited, django_capture_on_commit_callbacks)
+    assert (
+        login("annotator")
+        .post(f"/r/{run.pk}/pair/", {"observed": "o1", "expected": "check_window"})
+        .status_code
+        == 403
+    )
+    assert (
+        login("outsider")
+        .post(f"/r/{run.pk}/pair/", {"observed": "o1", "expected": "check_window"})
+        .status_code
+        == 404
+    )
+    client = login("reviewer")
+    r = client.post(
+        f"/r/{run.pk}/pair/", {"observed": "o99", "expected": "check_window"}, follow=True
+    )
+    assert "&#x27;o99&#x27; is not an observed step" in r.content.decode()
+    assert not RunCorrection.objects.exists() and not Enactment.objects.exists()
+
+
+def test_an_annotator_removes_a_taught_enactment_and_the_export_lists_the_others(
+    audited, login, django_capture_on_commit_callbacks
+):
+    client = login("reviewer")
+    run = _run(client, audited, django_capture_on_commit_callbacks)
+    client.post(f"/r/{run.pk}/pair/", {"observed": _step_of(run, STEP), "expected": "check_window"})
+    doc = json.loads(client.get(f"/c/{audited.pk}/export.json").content)
+    node = next(n for n in doc["nodes"] if n["id"] == "check_window")
+    assert STEP in node["meta"]["enactment"]
+    assert node["meta"]["taught_enactments"][0]["run"] == run.pk
+    e = Enactment.objects.get()
+    page = login("annotator").get(f"/c/{audited.pk}/").content.decode()
+    assert 'data-testid="enactment"' in page and STEP in page
+    r = login("annotator").post(f"/c/{audited.pk}/enactments/{e.pk}/delete/")
+    assert r.status_code == 302 and not Enactment.objects.exists()
+    doc = json.loads(client.get(f"/c/{audited.pk}/export.json").content)
+    node = next(n for n in doc["nodes"] if n["id"] == "check_window")
+    assert STEP not in node["meta"].get("enactment", [])
+
+
+def test_a_corrected_pairing_makes_the_next_semantic_run_of_a_similar_trace_pair_it(
+    audited, login, django_capture_on_commit_callbacks
+):
+    client = login("reviewer")
+    first = _run(client, audited, django_capture_on_commit_callbacks)
+    client.post(
+        f"/r/{first.pk}/pair/", {"observed": _step_of(first, STEP), "expected": "check_window"}
+    )
+    later = _run(client, audited, django_capture_on_commit_callbacks, order="2077", days="twelve")
+    paired = {a["expected"]: a["observed"] for a in later.report["alignment"]}
+    assert paired.get("check_window") == _step_of(later, "Twelve days on the calendar")
+    assert ("omission", "check_window") not in _families(later.report)
+    # token mode reads the spec literally: no enactments
+    token = _run(
+        client,
+        audited,
+        django_capture_on_commit_callbacks,
+        order="3031",
+        days="twelve",
+        mode="token",
+    )
+    assert ("omission", "check_window") in _families(token.report)
+
+
+def test_the_same_trace_run_again_after_teaching_is_a_new_run_that_reads_the_enactment(
+    audited, login, django_capture_on_commit_callbacks
+):
+    client = login("reviewer")
+    first = _run(client, audited, django_capture_on_commit_callbacks)
+    client.post(
+        f"/r/{first.pk}/pair/", {"observed": _step_of(first, STEP), "expected": "check_window"}
+    )
+    again = _run(client, audited, django_capture_on_commit_callbacks)
+    assert again.pk != first.pk
+    assert ("omission", "check_window") not in _families(again.report)
