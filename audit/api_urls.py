@@ -4,7 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
-from . import api, api_team
+from . import api, api_team, api_tools
 
 app_name = "api"
 
@@ -34,6 +34,17 @@ urlpatterns = [
         "contracts/<int:pk>/adjudication/", api_team.AdjudicationView.as_view(), name="adjudication"
     ),
     path("contracts/<int:pk>/curation/", api_team.CurationView.as_view(), name="curation"),
+    path("contracts/<int:pk>/tools/", api_tools.ToolCatalogueView.as_view(), name="tools"),
+    path(
+        "contracts/<int:pk>/tools/bindings/",
+        api_tools.ToolBindingView.as_view(),
+        name="tool-bindings",
+    ),
+    path(
+        "contracts/<int:pk>/tools/read-only/",
+        api_tools.ReadOnlyToolsView.as_view(),
+        name="tools-read-only",
+    ),
     path("contracts/<int:pk>/comments/", api_team.CommentsView.as_view(), name="comments"),
     path(
         "comments/<int:pk>/resolve/", api_team.CommentResolveView.as_view(), name="comment-resolve"

@@ -11,6 +11,7 @@ from .views import (
     reviews,
     runs,
     team,
+    tools,
     workspace,
 )
 
@@ -29,6 +30,10 @@ urlpatterns = [
     path("c/<int:pk>/new-version/", contracts.contract_new_version, name="contract_new_version"),
     path("c/<int:pk>/details/", contracts.contract_details, name="contract_details"),
     path("c/<int:pk>/nodes/new/", workspace.node_new, name="node_new"),
+    path("c/<int:pk>/tools/", tools.tools_page, name="tools"),
+    path("c/<int:pk>/tools/import/", tools.tools_import, name="tools_import"),
+    path("c/<int:pk>/tools/bind/", tools.tool_bind, name="tool_bind"),
+    path("c/<int:pk>/tools/read-only/", tools.tools_read_only, name="tools_read_only"),
     path("c/<int:pk>/nodes/<int:node_pk>/", workspace.node_panel, name="node_panel"),
     path("c/<int:pk>/nodes/<int:node_pk>/edit/", workspace.node_edit, name="node_edit"),
     path("c/<int:pk>/nodes/<int:node_pk>/review/", reviews.node_review, name="node_review"),

@@ -60,6 +60,9 @@ class Contract(models.Model):
     previous = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="next_versions"
     )
+    # The agent's declared tools, canonical OpenAI form (``matching.tools``); exported in
+    # the first root node's ``meta.tools`` because the format has no contract-level meta.
+    tool_catalogue = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     # ``version`` numbers the contract's versions; this one counts edits of the title,

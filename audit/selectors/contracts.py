@@ -16,6 +16,8 @@ from django.db.models import Count, F, Max, Q
 from ..models import Contract, Edge, Invariant, Node, Project, Query, ReviewStatus, Span
 
 CONTRACT_FORMAT = "contracteval.contract/v1"
+# Where an exported contract carries its tool catalogue (the first root node's meta).
+TOOLS_KEY = "tools"
 
 
 @dataclass
@@ -85,6 +87,7 @@ def document_from_rows(rows: ContractRows, *, include_rejected: bool = False) ->
         artifact["media_type"] = c.artifact.media_type
     doc["artifact"] = artifact
     doc["nodes"] = _node_docs(rows, kept)
+    _attach_catalogue(doc["nodes"], c.tool_catalogue)
     doc["edges"] = [
         {
             "source": rows.by_pk[e.source_id].node_id,
@@ -100,6 +103,16 @@ def document_from_rows(rows: ContractRows, *, include_rejected: bool = False) ->
         for q in rows.queries
     ]
     return doc
+
+
+def _attach_catalogue(nodes: list[dict[str, Any]], catalogue: list[Any]) -> None:
+    """Put the tool catalogue in the first root node's ``meta.tools``: the format has no
+    contract-level meta, and a node's meta is free-form (docs/engine.md)."""
+    if not catalogue:
+        return
+    root = next((n for n in nodes if n["parent"] is None), None)
+    if root is not None:
+        root["meta"] = {**root["meta"], TOOLS_KEY: catalogue}
 
 
 def _node_docs(rows: ContractRows, kept: set[int]) -> list[dict[str, Any]]:

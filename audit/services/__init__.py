@@ -54,9 +54,19 @@ from .team import (
     decision_record,
     double_annotation_set,
 )
+from .tools import (
+    root_intent,
+    tool_binding_confirm,
+    tool_catalogue_import,
+    tools_declare_read_only,
+)
 from .verdicts import verdict_record
 
 __all__ = [
+    "root_intent",
+    "tool_binding_confirm",
+    "tool_catalogue_import",
+    "tools_declare_read_only",
     "double_annotation_set",
     "decisions_by_user",
     "decision_record",

@@ -12,6 +12,7 @@ from django.db import IntegrityError, transaction
 
 from matching.errors import ContractEvalError
 from matching.input_limits import InputRefused, check_json, check_text, load_json
+from matching.tools import catalogue_document, parse_tools
 from matching.validate import audit_contract, load_contract
 
 from ..models import (
@@ -27,7 +28,7 @@ from ..models import (
     ReviewStatus,
     Span,
 )
-from ..selectors.contracts import contract_document
+from ..selectors.contracts import TOOLS_KEY, contract_document
 from .adjudication import after_audited, before_audited
 from .common import ServiceError, record
 from .concurrency import check_version, locked_contract, retry_on_lock
@@ -45,6 +46,7 @@ def _store_document(
     provenance: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Contract:
     """Write a (canonical) contract document as rows. No checks: callers validate."""
+    doc, catalogue = _take_catalogue(doc)
     text = doc["artifact"]["text"]
     media_type = doc["artifact"].get("media_type") or ""
     content_hash = Artifact.hash_text(text)
@@ -59,6 +61,7 @@ def _store_document(
         domain=doc.get("domain") or "",
         version=version,
         previous=previous,
+        tool_catalogue=catalogue,
     )
     by_id, spans = _store_nodes(contract, doc["nodes"], review_status, proposer, provenance or {})
     Edge.objects.bulk_create(
@@ -86,6 +89,25 @@ def _store_document(
         for i, q in enumerate(doc.get("queries", []))
     )
     return contract
+
+
+def _take_catalogue(doc: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[Any]]:
+    """The document without the first root node's ``meta.tools``, and that catalogue.
+
+    The catalogue lives on the contract (exported there, see
+    :func:`audit.selectors.contracts.document_from_rows`), so the node keeps the rest.
+    """
+    nodes = list(doc["nodes"])
+    i = next((i for i, n in enumerate(nodes) if not n.get("parent")), None)
+    if i is None or TOOLS_KEY not in (nodes[i].get("meta") or {}):
+        return doc, []
+    meta = dict(nodes[i]["meta"])
+    try:
+        tools = parse_tools(meta.pop(TOOLS_KEY))
+    except ContractEvalError as exc:
+        raise ServiceError(f"node {nodes[i]['id']}: meta.tools: {exc.message}") from exc
+    nodes[i] = {**nodes[i], "meta": meta}
+    return {**doc, "nodes": nodes}, catalogue_document(tools)
 
 
 def _store_nodes(

@@ -1,0 +1,61 @@
+"""Forms: they parse and check input; the services decide what may change.
+
+``workspace`` holds the audit workspace's forms, ``runs`` those of runs, verdicts and
+batches."""
+
+from __future__ import annotations
+
+from .runs import BatchForm, EvaluatorSelect, RunForm, VerdictForm
+from .workspace import (
+    ARTIFACT_EXTENSIONS,
+    EDGE_RELATIONS,
+    EDGE_VERBS,
+    MAX_TRACE_BYTES,
+    MEDIA_TYPES,
+    NO_LLM_SHORT,
+    SPAN_ERRORS,
+    ContractDetailsForm,
+    EdgeForm,
+    EvidenceForm,
+    ImportForm,
+    InvariantForm,
+    NewContractForm,
+    NewInvariantForm,
+    NewNodeForm,
+    NodeForm,
+    NoVersion,
+    QueryForm,
+    ReviewForm,
+    SpanForm,
+    VersionForm,
+    id_validator,
+)
+
+__all__ = [
+    "ARTIFACT_EXTENSIONS",
+    "BatchForm",
+    "ContractDetailsForm",
+    "EDGE_RELATIONS",
+    "EDGE_VERBS",
+    "EdgeForm",
+    "EvaluatorSelect",
+    "EvidenceForm",
+    "ImportForm",
+    "InvariantForm",
+    "MAX_TRACE_BYTES",
+    "MEDIA_TYPES",
+    "NO_LLM_SHORT",
+    "NewContractForm",
+    "NewInvariantForm",
+    "NewNodeForm",
+    "NoVersion",
+    "NodeForm",
+    "QueryForm",
+    "ReviewForm",
+    "RunForm",
+    "SPAN_ERRORS",
+    "SpanForm",
+    "VerdictForm",
+    "VersionForm",
+    "id_validator",
+]

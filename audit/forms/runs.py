@@ -1,0 +1,137 @@
+"""The forms of runs, verdicts and batches."""
+
+from __future__ import annotations
+
+from django import forms
+
+from ..fields import clean_pasted, read_upload
+from ..models import ExtractorName, InputKind, RunMode
+from ..services.batches import CONTRACTEVAL, EVALUATORS
+from ..services.common import ServiceError, llm_config
+from .workspace import MAX_TRACE_BYTES, NO_LLM_SHORT, _choice_field
+
+
+class RunForm(forms.Form):
+    target = forms.ChoiceField(label="Contract and query")
+    input_kind = forms.ChoiceField(
+        label="Input",
+        choices=[("auto", "Detect"), *InputKind.choices],
+        initial="auto",
+    )
+    file = forms.FileField(label="Upload a file", required=False)
+    text = forms.CharField(
+        label="…or paste it",
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false"}),
+    )
+    select = forms.CharField(
+        label="τ-bench trajectory",
+        required=False,
+        max_length=200,
+        help_text="for a τ-bench results file: task_id=…,trial=… (left empty, the error"
+        " lists the trajectories in the file)",
+    )
+    source_kind = forms.ChoiceField(
+        label="Text is",
+        choices=[("auto", "Detect"), ("trace", "a trace"), ("response", "a final response")],
+        initial="auto",
+    )
+    mode = forms.ChoiceField(choices=RunMode.choices, initial=RunMode.TOKEN)
+    extractor = forms.ChoiceField(choices=ExtractorName.choices, initial=ExtractorName.NONE)
+    model_name = forms.CharField(
+        label="Model", required=False, max_length=200, help_text="the agent that made the trace"
+    )
+    judge_invariants = forms.BooleanField(
+        label="Judge unchecked invariants with the LLM",
+        required=False,
+        help_text="invariants without a machine check and without a score in the document",
+    )
+
+    def __init__(self, *args, contracts=(), llm_ready=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if llm_ready is None:
+            llm_ready = _llm_ready()
+        if not llm_ready:
+            self.fields["judge_invariants"].widget.attrs.update(disabled=True, title=NO_LLM_SHORT)
+            self.fields[
+                "judge_invariants"
+            ].help_text = f"{NO_LLM_SHORT}: those invariants stay unjudged"
+        groups = []
+        for c in contracts:
+            options = [
+                (f"{c.pk}|{q.query_id}", f"{q.query_id} — {q.text[:70]}") for q in c.queries.all()
+            ]
+            if options:
+                groups.append((f"{c.display_title} v{c.version}", options))
+        _choice_field(self, "target").choices = groups
+
+    def clean(self):
+        super().clean()
+        data = self.cleaned_data
+        upload = data.get("file")
+        if upload is not None:
+            if upload.size > MAX_TRACE_BYTES:
+                raise forms.ValidationError(
+                    f"the file is {upload.size:,} bytes; the limit is {MAX_TRACE_BYTES:,}"
+                    " bytes (10 MB)"
+                )
+            data["payload"] = read_upload(upload, what=f"the file {upload.name}")
+        elif (data.get("text") or "").strip():
+            data["payload"] = clean_pasted(data["text"], what="the pasted text")
+        else:
+            raise forms.ValidationError("upload a file or paste the trace")
+        target = data.get("target") or ""
+        pk, _, query = target.partition("|")
+        data["contract_pk"], data["query_key"] = int(pk or 0), query
+        return data
+
+
+class VerdictForm(forms.Form):
+    agrees = forms.TypedChoiceField(
+        choices=[("yes", "I agree with the report"), ("no", "I disagree with the report")],
+        coerce=lambda v: v == "yes",
+        widget=forms.RadioSelect,
+    )
+    note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+
+
+def _llm_ready() -> bool:
+    try:
+        return llm_config().configured
+    except ServiceError:
+        return False
+
+
+class EvaluatorSelect(forms.Select):
+    """The evaluator choice, with the LLM judges disabled when no LLM is configured."""
+
+    llm_ready = True
+
+    def create_option(self, name, value, label, selected, index, subindex=None, attrs=None):
+        option = super().create_option(name, value, label, selected, index, subindex, attrs)
+        if not self.llm_ready and str(value).startswith("judge-"):
+            option["attrs"]["disabled"] = True
+            option["attrs"]["title"] = f"{NO_LLM_SHORT}: there is no offline judge"
+        return option
+
+
+class BatchForm(forms.Form):
+    evaluator = forms.ChoiceField(
+        choices=EVALUATORS,
+        initial=CONTRACTEVAL,
+        required=False,  # absent (older clients): ContractEval
+        widget=EvaluatorSelect,
+    )
+    suite = forms.FileField(
+        label="Suite archive (.zip)",
+        required=False,
+        help_text="contracts/<id>.json and cases.jsonl (FORMAT.md §7); empty: the fixture suite",
+    )
+    mode = forms.ChoiceField(choices=RunMode.choices, initial=RunMode.ORACLE)
+    extractor = forms.ChoiceField(choices=ExtractorName.choices, initial=ExtractorName.NONE)
+
+    def __init__(self, *args, llm_ready=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.llm_ready = _llm_ready() if llm_ready is None else llm_ready
+        self.fields["evaluator"].widget.llm_ready = self.llm_ready

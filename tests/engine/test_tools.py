@@ -1,0 +1,127 @@
+"""The tool catalogue: parsing an OpenAI tools list and suggesting meta.tool bindings."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from matching.tools import (
+    MAX_BYTES,
+    NodeText,
+    Tool,
+    ToolCatalogueError,
+    catalogue_document,
+    parse_tools,
+    suggest_bindings,
+)
+
+WRAPPED = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_order",
+            "description": "Look up an order by its number",
+            "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}},
+        },
+    },
+    {"type": "function", "function": {"name": "issueRefund", "description": "Refund a payment"}},
+]
+
+
+def test_parses_the_wrapped_openai_form():
+    tools = parse_tools(json.dumps(WRAPPED))
+    assert [t.name for t in tools] == ["get_order", "issueRefund"]
+    assert tools[0].parameters["properties"]["order_id"] == {"type": "string"}
+    assert tools[1].parameters == {}
+
+
+def test_parses_the_bare_list_of_functions_and_a_tools_key():
+    bare = [w["function"] for w in WRAPPED]
+    assert parse_tools(bare) == parse_tools(WRAPPED)
+    assert parse_tools({"tools": WRAPPED}) == parse_tools(WRAPPED)
+
+
+def test_canonical_document_round_trips():
+    tools = parse_tools(WRAPPED)
+    doc = catalogue_document(tools)
+    assert doc[1] == {
+        "type": "function",
+        "function": {"name": "issueRefund", "description": "Refund a payment", "parameters": {}},
+    }
+    assert parse_tools(doc) == tools
+
+
+def test_name_words_split_snake_and_camel_case():
+    assert Tool("issueRefund", "x").words == "issue Refund x"
+    assert Tool("get-order_id").words == "get order id"
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("{not json", "not JSON"),
+        ('{"a": 1}', "JSON array"),
+        ('[{"description": "no name"}]', "tool 1: the 'name' is missing"),
+        ('[{"name": "a"}, {"name": ""}]', "tool 2: the 'name' is missing"),
+        ('[{"name": "has space"}]', "'has space' must be 1-64"),
+        ('[{"name": "a"}, {"name": "a"}]', "'a' appears more than once"),
+        ('[{"name": "a", "description": 3}]', "description must be a string"),
+        ('[{"name": "a", "parameters": []}]', "parameters must be a JSON schema object"),
+        ('[{"type": "code", "function": {"name": "a"}}]', "type must be 'function'"),
+        ('["a"]', "must be an object"),
+    ],
+)
+def test_rejects_bad_tools_lists_naming_the_problem(source, message):
+    with pytest.raises(ToolCatalogueError) as err:
+        parse_tools(source)
+    assert message in err.value.message
+
+
+def test_rejects_a_list_over_one_megabyte():
+    big = json.dumps([{"name": "a", "description": "x" * MAX_BYTES}])
+    with pytest.raises(ToolCatalogueError, match="at most 1000000"):
+        parse_tools(big)
+
+
+def test_suggests_the_best_tool_for_actions_and_validations_only():
+    tools = parse_tools(WRAPPED)
+    nodes = [
+        NodeText("lookup", "action", "Look up the order", "Find the customer's order"),
+        NodeText("refund", "action", "Issue a refund", ""),
+        NodeText("check", "validation", "Check the order number", ""),
+        NodeText("intent", "intent", "Look up the order", ""),
+        NodeText("greet", "action", "Greet the caller warmly", ""),
+    ]
+    got = {s.node_id: (s.tool, s.score) for s in suggest_bindings(nodes, tools)}
+    assert set(got) == {"lookup", "refund", "check"}
+    assert got["lookup"][0] == "get_order"
+    assert got["refund"][0] == "issueRefund"
+    assert got["check"][0] == "get_order"
+    assert all(0.35 <= score <= 1 for _, score in got.values())
+
+
+def test_no_tools_or_no_bindable_nodes_give_no_suggestions():
+    assert suggest_bindings([NodeText("a", "action", "x", "")], []) == []
+    assert suggest_bindings([NodeText("a", "intent", "get order", "")], [Tool("get_order")]) == []
+
+
+class _FakeEncoder:
+    """Maps every text to a fixed direction chosen by a keyword, to test the blend."""
+
+    def encode(self, texts):
+        return np.array([[1.0, 0.0] if "pay" in t.lower() else [0.0, 1.0] for t in texts])
+
+
+def test_an_encoder_blends_the_cosine_with_the_token_score():
+    tools = [Tool("transfer_funds", "Pay a supplier")]
+    node = [NodeText("p", "action", "Settle the invoice payment", "")]
+    assert suggest_bindings(node, tools) == []
+    got = suggest_bindings(node, tools, encoder=_FakeEncoder())
+    assert [(s.tool, s.score) for s in got] == [("transfer_funds", 0.75)]
+
+
+def test_rejects_a_parsed_list_over_one_megabyte():
+    with pytest.raises(ToolCatalogueError, match="at most 1000000"):
+        parse_tools([{"name": "a", "description": "x" * MAX_BYTES}])
