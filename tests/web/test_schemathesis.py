@@ -112,7 +112,7 @@ def test_team_api_responses_with_real_data_conform_to_the_schema(team, users, ws
         except (Exception, BaseExceptionGroup) as exc:
             failures.append(_summary(case, exc))
 
-    routes = ["assignments", "double-annotation", "decisions", "agreement", "comments"]
+    routes = ["assignments", "double-annotation", "decisions", "agreement", "comments", "tools"]
     for name in routes:
         check(f"/api/contracts/{{id}}/{name}/", id=contract.pk)
     services.adjudication_start(contract=contract, user=team["curator"])
