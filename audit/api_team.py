@@ -187,8 +187,25 @@ class AgreementView(APIView):
         return Response(agreement)
 
 
+# The adjudication list: one row per node; ``disagreement`` and ``curated`` are null
+# when everyone agreed or the curator has not chosen yet.
+ADJUDICATION_ROWS = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {
+            "node": {"type": "string"},
+            "review_status": {"type": "string"},
+            "disagreement": {"type": "object", "nullable": True},
+            "decisions": {"type": "object", "additionalProperties": {"type": "object"}},
+            "curated": {"type": "object", "nullable": True},
+        },
+    },
+}
+
+
 class AdjudicationView(APIView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: ADJUDICATION_ROWS})
     def get(self, request, pk):
         """Every node, disagreements first, with each annotator's decision and the
         curated choice (reviewer role, not an annotator of the contract)."""
@@ -271,7 +288,7 @@ class CommentResolveView(APIView):
 
 
 class ProjectAgreementView(APIView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: {"type": "array", "items": {"type": "object"}}})
     def get(self, request, slug):
         """One agreement row per double-annotated contract you may read, then a pooled
         ``(project)`` row (α over every node, means of the other figures)."""

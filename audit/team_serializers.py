@@ -27,7 +27,8 @@ class AssignmentCreateSerializer(serializers.Serializer):
 class DoubleAnnotationSerializer(serializers.Serializer):
     enabled = serializers.BooleanField()
     annotators_needed = serializers.IntegerField(min_value=2, max_value=10, default=2)
-    phase = serializers.CharField(read_only=True)
+    # null while double annotation is off
+    phase = serializers.CharField(read_only=True, allow_null=True)
 
 
 class DecisionSerializer(serializers.ModelSerializer):

@@ -21,7 +21,9 @@ from .workspace import workspace_context
 
 def _query_state(request, contract, data):
     rows = contract_reads.load_contract_rows(contract)
-    form = QueryForm(data, intents=ws.intent_choices(rows))
+    # No parameters (the Queries tab loading): a new, unbound form whose version is 0;
+    # bound to the empty data it would render a blank version and every save would fail.
+    form = QueryForm(data or None, intents=ws.intent_choices(rows), initial={"version": 0})
     intents = data.getlist("intents") if data else []
     preview = ws.query_preview(rows, intents, form.branches() if data else {})
     return form, preview

@@ -251,6 +251,14 @@ def test_query_preview_offers_active_decisions_and_shows_pruned_nodes(login, con
     assert "pruned" in r.content.decode()
 
 
+def test_the_queries_tab_offers_a_new_query_form_based_on_version_0(login, contract):
+    client = login("annotator")
+    r = client.get(f"/c/{contract.pk}/queries/preview/", **HTMX)
+    form = r.context["query_form"]
+    assert not form.is_bound and form["version"].value() == 0
+    assert 'name="version" value="0"' in r.content.decode()
+
+
 def test_saving_a_query_stores_only_active_decisions(login, contract):
     client = login("annotator")
     r = client.post(
