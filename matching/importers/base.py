@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import ContractEvalError
-from ..trace import events
+from ..trace import ROLES, events
 
 __all__ = [
     "ROLES",
@@ -31,7 +31,6 @@ __all__ = [
     "render_events",
 ]
 
-ROLES = ("system", "user", "assistant", "tool", "result")
 Events = list[tuple[str, str]]
 
 

@@ -36,10 +36,11 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
+from ..trace import AGENT_ROLES, tag
 from ..trace import events as trace_events
-from ..trace import tag
 
 __all__ = [
     "AGENT_ROLES",
@@ -53,7 +54,6 @@ __all__ = [
 
 MIN_CONTENT_WORDS = 3
 MIN_ARTIFACT_WORDS = 2
-AGENT_ROLES = ("assistant", "tool")
 
 _FOLD = str.maketrans(
     {
@@ -195,7 +195,7 @@ class Index:
         return list(dict.fromkeys(spans))
 
     def anchor(
-        self, quote: str, *, after: int | None = None, roles: tuple[str, ...] | None = None
+        self, quote: str, *, after: int | None = None, roles: Collection[str] | None = None
     ) -> tuple[int, int] | Miss:
         """The one span ``quote`` stands for, or a :class:`Miss`.
 
@@ -209,7 +209,7 @@ class Index:
         if roles is not None:
             spans = [s for s in spans if self.event_role(*s) in roles]
             if not spans:
-                tags = " or ".join(f"[{r}]" for r in roles)
+                tags = " or ".join(f"[{r}]" for r in sorted(roles))
                 return Miss(
                     "wrong_event", f"quote is not inside one {tags} event: {_clip(quote)!r}"
                 )
