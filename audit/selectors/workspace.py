@@ -9,14 +9,13 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.cache import cache
 
 from matching.conditioning import Expected, condition
 from matching.errors import ContractEvalError
 from matching.formats import contract_from_data
-from matching.validate import Audit, audit_contract
 
 from ..models import (
     AuditRecord,
@@ -164,6 +163,9 @@ def find_node(rows: ContractRows, node_id: str | None) -> Node | None:
     return next((n for n in rows.nodes if n.node_id == node_id), None)
 
 
+if TYPE_CHECKING:
+    from matching.validate import Audit
+
 AUDIT_CACHE_SECONDS = 3600
 
 
@@ -179,6 +181,9 @@ def cached_audit(doc: dict[str, Any]) -> Audit:
     key = "ce-audit:" + hashlib.sha256(body.encode()).hexdigest()
     audit = cache.get(key)
     if audit is None:
+        # the validator (networkx, jsonschema) loads with the first audit, not at start-up
+        from matching.validate import audit_contract
+
         audit = audit_contract(doc)
         cache.set(key, audit, AUDIT_CACHE_SECONDS)
     return audit
