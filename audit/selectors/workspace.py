@@ -30,6 +30,9 @@ from ..models import (
 )
 from .contracts import ContractRows, document_from_rows
 
+if TYPE_CHECKING:
+    from matching.validate import Audit
+
 HISTORY_LIMIT = 100
 
 
@@ -162,9 +165,6 @@ def find_node(rows: ContractRows, node_id: str | None) -> Node | None:
         return None
     return next((n for n in rows.nodes if n.node_id == node_id), None)
 
-
-if TYPE_CHECKING:
-    from matching.validate import Audit
 
 AUDIT_CACHE_SECONDS = 3600
 
