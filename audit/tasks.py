@@ -13,6 +13,11 @@ import logging
 from celery import Task, shared_task
 from django.db import InterfaceError, OperationalError
 
+# The project's Celery app, configured from the settings, becomes the current app
+# here, before a task is sent: the senders import this module when they run, and
+# nothing imports the app at start-up (see contracteval_site/__init__.py).
+from contracteval_site.celery import app as app
+
 from .services import batches, chunks, jobs, proposals, runs
 from .services.common import LLMRetry
 from .services.proposals import ProposalRetry

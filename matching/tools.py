@@ -27,13 +27,12 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import ContractEvalError
-from .semantic import ALPHA
-from .similarity import sim, tokens
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MAX_BYTES = 1_000_000
 # OpenAI's own limit on function names.
@@ -191,6 +190,8 @@ def catalogue_document(tools: Sequence[Tool]) -> list[dict[str, Any]]:
 
 
 def _cosines(encoder: Encoder, left: list[str], right: list[str]) -> np.ndarray:
+    import numpy as np
+
     a = np.asarray(encoder.encode(left), dtype=np.float64)
     b = np.asarray(encoder.encode(right), dtype=np.float64)
     a /= np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
@@ -230,6 +231,13 @@ def suggest_bindings(
     >>> suggest_bindings(nodes, tools)
     [Suggestion(node_id='r', tool='issue_refund', score=0.833333)]
     """
+    # The similarity (numpy, and the embedding's blend) loads here, on the first
+    # suggestion: reading and writing a catalogue, all the web app's forms need, stays light.
+    import numpy as np
+
+    from .semantic import ALPHA
+    from .similarity import sim, tokens
+
     bindable = [n for n in nodes if n.type in BINDABLE_TYPES]
     if not bindable or not tools:
         return []

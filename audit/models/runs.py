@@ -7,7 +7,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
-from matching.evaluate import METRICS
+from matching.formats import METRICS
 
 from .contracts import Contract, Query
 from .projects import Project
@@ -190,6 +190,15 @@ class JudgeKind(models.TextChoices):
     TRACE = "trace", "LLM judge: trace-aware"
     TRACE_CHECKLIST = "trace-checklist", "LLM judge: trace-aware with a label-only checklist"
     EXPECTED = "expected", "LLM judge: expected graph"
+
+
+# What scores a batch: the engine itself, or one of the judge baselines (the form's
+# choices and the API's ``evaluator`` field; ``audit.services.batches.judge_of`` reads them).
+CONTRACTEVAL = "contracteval"
+EVALUATORS = [
+    (CONTRACTEVAL, "ContractEval (the engine: mode and extractor below)"),
+    *((f"judge-{v}", label) for v, label in JudgeKind.choices),
+]
 
 
 class BatchSource(models.TextChoices):

@@ -9,14 +9,13 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.cache import cache
 
 from matching.conditioning import Expected, condition
 from matching.errors import ContractEvalError
 from matching.formats import contract_from_data
-from matching.validate import Audit, audit_contract
 
 from ..models import (
     AuditRecord,
@@ -30,6 +29,9 @@ from ..models import (
     ReviewStatus,
 )
 from .contracts import ContractRows, document_from_rows
+
+if TYPE_CHECKING:
+    from matching.validate import Audit
 
 HISTORY_LIMIT = 100
 
@@ -179,6 +181,9 @@ def cached_audit(doc: dict[str, Any]) -> Audit:
     key = "ce-audit:" + hashlib.sha256(body.encode()).hexdigest()
     audit = cache.get(key)
     if audit is None:
+        # the validator (networkx, jsonschema) loads with the first audit, not at start-up
+        from matching.validate import audit_contract
+
         audit = audit_contract(doc)
         cache.set(key, audit, AUDIT_CACHE_SECONDS)
     return audit

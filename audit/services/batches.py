@@ -32,11 +32,12 @@ from matching.validate import load_contract
 
 from .. import enqueue
 from ..models import (
+    CONTRACTEVAL,
+    EVALUATORS,
     Batch,
     BatchChunk,
     BatchSource,
     ExtractorName,
-    JudgeKind,
     Project,
     RunMode,
     RunStatus,
@@ -117,13 +118,6 @@ def _check_options(mode: str, extractor: str) -> None:
     if mode == RunMode.ORACLE and extractor != ExtractorName.NONE:
         raise ServiceError("oracle mode uses the gold labels: choose the extractor 'none'")
     require_semantic_model(mode)
-
-
-CONTRACTEVAL = "contracteval"
-EVALUATORS = [
-    (CONTRACTEVAL, "ContractEval (the engine: mode and extractor below)"),
-    *((f"judge-{v}", label) for v, label in JudgeKind.choices),
-]
 
 
 def judge_of(evaluator: str) -> str:
