@@ -230,3 +230,65 @@ def test_the_schema_documents_the_teaching_endpoints(api):
     assert "delete" in paths["/api/contracts/{id}/enactments/{enactment_pk}/"]
     post = paths["/api/runs/{id}/corrections/"]["post"]
     assert {"201", "400", "401", "403", "404"} <= set(post["responses"])
+
+
+@pytest.fixture
+def wsgi_app():
+    """The app as a server runs it, keeping the test's database connection open."""
+    from django.core.signals import request_finished, request_started
+    from django.core.wsgi import get_wsgi_application
+    from django.db import close_old_connections
+
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield get_wsgi_application()
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+def test_answers_with_real_data_conform_to_the_schema(run, users, wsgi_app):
+    """Generated ids rarely name a finished run with a correction, so the success bodies
+    are checked here: both reports before and after a correction, the enactments, the
+    removal."""
+    import schemathesis
+    from schemathesis.checks import not_a_server_error
+    from schemathesis.specs.openapi.checks import (
+        content_type_conformance,
+        response_schema_conformance,
+        status_code_conformance,
+    )
+
+    checks = [
+        not_a_server_error,
+        status_code_conformance,
+        content_type_conformance,
+        response_schema_conformance,
+    ]
+    token, _ = Token.objects.get_or_create(user=users["reviewer"])
+    headers = {"Authorization": f"Token {token.key}"}
+    schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", wsgi_app, headers=headers)
+    corrections = schema["/api/runs/{id}/corrections/"]
+    enactments = "/api/contracts/{id}/enactments/"
+    pair = {"action": "pair", "expected": "check_window", "observed": _step_of(run, STEP)}
+    calls = [
+        (corrections["GET"].Case(path_parameters={"id": run.pk}), 200),
+        (
+            corrections["POST"].Case(
+                path_parameters={"id": run.pk}, body=pair, media_type="application/json"
+            ),
+            201,
+        ),
+        (corrections["GET"].Case(path_parameters={"id": run.pk}), 200),
+        (schema[enactments]["GET"].Case(path_parameters={"id": run.contract_id}), 200),
+    ]
+    for case, code in calls:
+        response = case.call(headers=headers)
+        assert response.status_code == code, (case.operation.path, response.status_code)
+        case.validate_response(response, checks=checks)
+    one = Enactment.objects.get()
+    delete = schema[enactments + "{enactment_pk}/"]["DELETE"].Case(
+        path_parameters={"id": run.contract_id, "enactment_pk": one.pk}
+    )
+    response = delete.call(headers=headers)
+    assert response.status_code == 204
+    delete.validate_response(response, checks=checks)
