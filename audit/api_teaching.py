@@ -34,7 +34,9 @@ class CorrectionRequestSerializer(serializers.Serializer):
     )
     expected = serializers.CharField(max_length=128, help_text="The obligation's node id.")
     observed = serializers.CharField(
-        max_length=128, required=False, help_text="The observed step id (pair only)."
+        max_length=128,
+        required=False,
+        help_text="The observed step id (pair only; unpair refuses whichever step the obligation is paired with now).",
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
