@@ -38,7 +38,11 @@ MAX_BYTES = 1_000_000
 # OpenAI's own limit on function names.
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 BINDABLE_TYPES = ("action", "validation")
+# The least score a suggestion needs, measured on the suite by scripts/tool_threshold.py
+# (docs/engine.md, "Tool catalogues"): token similarity keeps the spec's candidate
+# threshold; the semantic blend scores unrelated texts higher, so it needs more.
 THRESHOLD = 0.35
+SEMANTIC_THRESHOLD = 0.50
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
@@ -204,7 +208,7 @@ def suggest_bindings(
     tools: Sequence[Tool],
     *,
     encoder: Encoder | None = None,
-    threshold: float = THRESHOLD,
+    threshold: float | None = None,
 ) -> list[Suggestion]:
     """The best tool for each action or validation node, when it scores ``threshold``+.
 
@@ -215,8 +219,9 @@ def suggest_bindings(
     tools : sequence of Tool
     encoder : object with ``encode(texts) -> array``, optional
         A sentence encoder (``matching.embed.encoder()``); without it only tokens count.
-    threshold : float
-        The least score suggested (the candidate threshold of ALGORITHMS.md §2).
+    threshold : float, optional
+        The least score suggested; by default :data:`THRESHOLD` for tokens and
+        :data:`SEMANTIC_THRESHOLD` with an encoder (both measured, docs/engine.md).
 
     Returns
     -------
@@ -250,6 +255,8 @@ def suggest_bindings(
         # The blend of semantic mode (matching.semantic), so a suggestion scores as the
         # matcher would score the node against a step describing the tool.
         scores = ALPHA * _cosines(encoder, node_texts, tool_texts) + (1 - ALPHA) * scores
+    if threshold is None:
+        threshold = THRESHOLD if encoder is None else SEMANTIC_THRESHOLD
     out = []
     for i, node in enumerate(bindable):
         j = int(np.argmax(scores[i]))
