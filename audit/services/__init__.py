@@ -14,6 +14,7 @@ from .batches import (
     NO_LLM_FOR_JUDGES,
     batch_create,
     batch_execute,
+    batch_prepare,
     fixture_suite_dir,
     judge_of,
 )
@@ -91,6 +92,7 @@ __all__ = [
     "ServiceError",
     "batch_create",
     "batch_execute",
+    "batch_prepare",
     "contract_apply_proposals",
     "contract_create",
     "contract_import",
