@@ -13,8 +13,9 @@ Two signals, both general English rather than anything about one suite:
   ("Purpose", "Scope and applicability", "Terms and definitions", "Revision history");
 - the **sentence**: inside such a section a sentence is still proposed when it directs
   someone: it holds a deontic modal ("must", "shall", "should", "is required to", ...),
-  or it opens with an imperative or a condition ("Verify ...", "Ask ...", "Never ...",
-  "Do not ...", "If ...", "When ...").
+  or it opens with an imperative ("Verify ...", "Ask ...", "Never ...", "Do not ..."),
+  or with a condition whose main clause directs ("If the caller is a minor, ask for a
+  guardian" does; "When a flight is cancelled, passengers need a fast answer" does not).
 
 >>> is_context_heading("2. Scope")
 True
@@ -29,6 +30,10 @@ False
 >>> directs("Requests from the police must be referred to Legal.")
 True
 >>> directs("**Never** share the card number.")
+True
+>>> directs("When a flight is cancelled, passengers need a fast, fair answer.")
+False
+>>> directs("If the caller is a minor, ask for a guardian.")
 True
 """
 
@@ -81,7 +86,7 @@ _MODALS = re.compile(
 # description ("This procedure sets out ...", "It applies to ...") starts otherwise.
 _DIRECTIVE_OPENERS = _words(
     """
-    if when whenever unless never always do don't avoid verify check confirm validate ensure
+    never always do don't avoid verify check confirm validate ensure
     make ask tell inform notify explain offer send give provide collect request record log
     note write say state respond reply answer refuse decline escalate refer transfer route
     contact call email search look find open close create update cancel stop start use
@@ -89,6 +94,8 @@ _DIRECTIVE_OPENERS = _words(
     """
 )
 _EMPHASIS = re.compile(r"[*_`]+")
+# A condition up to the end of its clause ("If ..., ", "When ...: ", "If ... then ").
+_CONDITION = re.compile(r"(?:if|when|whenever|unless|in case)\b[^,:;]*?(?:[,:;]|\s+then\b)", re.I)
 
 
 def is_context_heading(heading: str) -> bool:
@@ -103,5 +110,10 @@ def directs(sentence: str) -> bool:
     text = _EMPHASIS.sub("", sentence).strip()
     if _MODALS.search(text):
         return True
+    if condition := _CONDITION.match(text):
+        # "If the caller is a minor, ask for a guardian" directs; "When a flight is
+        # cancelled, passengers need a fast answer" describes: the main clause decides
+        rest = text[condition.end() :]
+        return not rest.strip() or directs(rest)
     first = re.match(r"[A-Za-z']+", text)
     return first is not None and first.group(0).lower() in _DIRECTIVE_OPENERS

@@ -99,6 +99,9 @@ def test_headings_that_name_work_are_not_context(heading):
         ("Never confuse it with the returns window.", True),
         ("Do not ask for a passport.", True),
         ("If the product was bought abroad, escalate.", True),
+        ("When the caller is a minor: ask for a parent or guardian.", True),
+        ("When a flight is cancelled, passengers need a fast, fair answer.", False),
+        ("If a claim is late, it is still registered.", False),
     ],
 )
 def test_a_sentence_directs_when_it_holds_a_modal_or_opens_an_instruction(sentence, directive):
