@@ -230,7 +230,8 @@ class Batch(models.Model):
     llm_model = models.CharField("LLM model", max_length=200, blank=True, default="")
     llm_usage = models.JSONField(null=True, blank=True)
     verdicts = models.JSONField(null=True, blank=True, help_text="a judge's verdict per case")
-    # The suite's contract documents, audited on upload, so a chunk reads no archive.
+    # The suite's contract documents, audited by the worker (batch_prepare), so a chunk
+    # reads no archive.
     contracts = models.JSONField(default=dict, blank=True, editable=False)
     attempts = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(
@@ -259,6 +260,11 @@ class Batch(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in (RunStatus.DONE, RunStatus.FAILED)
+
+    @property
+    def is_preparing(self) -> bool:
+        """Queued, its suite not read yet: no cases counted (a read suite has some)."""
+        return not self.is_finished and self.total == 0
 
     @property
     def percent(self) -> int:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         NO_LLM_FOR_JUDGES,
         batch_create,
         batch_execute,
+        batch_prepare,
         fixture_suite_dir,
         judge_of,
     )
@@ -87,6 +88,7 @@ _LAZY = {
     "assignment_delete": "team",
     "batch_create": "batches",
     "batch_execute": "batches",
+    "batch_prepare": "batches",
     "comment_create": "comments",
     "comment_set_resolved": "comments",
     "contract_apply_proposals": "proposals",
@@ -148,6 +150,7 @@ __all__ = [
     "assignment_delete",
     "batch_create",
     "batch_execute",
+    "batch_prepare",
     "comment_create",
     "comment_set_resolved",
     "contract_apply_proposals",
