@@ -160,7 +160,7 @@ def run_detail(request, pk):
 @require_GET
 def run_status(request, pk):
     """Polled by htmx while the run is queued or running; then the page reloads."""
-    run, _ = run_for(request.user, pk)
+    run, _ = run_for(request.user, pk, only=("status",))
     return poll(request, run, "audit:run_detail", "audit/run.html#status", {"run": run})
 
 
