@@ -46,8 +46,7 @@ FAMILY_NAMES = {
 
 def _runs_context(project, membership, request, form=None, error=""):
     contracts = run_reads.runnable_contracts(project)
-    runs = project.runs.select_related("contract").defer("observed", "overlay", "report")
-    qs = RunListFilter(request.GET, queryset=runs).qs
+    qs = run_reads.list_rows(RunListFilter(request.GET, queryset=project.runs.all()).qs)
     params = filter_values(RunListFilter, request.GET)
     page = LimitFirstPage(qs, request.GET.get("page"))
     return {
