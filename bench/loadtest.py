@@ -93,9 +93,9 @@ def drain(last_pk: int, seconds: float) -> tuple[int, float]:
     return pending, round(time.monotonic() - started, 1)
 
 
-def cpu_seconds(match) -> float:
-    """User + system CPU seconds of every live process for which ``match(stat fields)``."""
-    tick, total = os.sysconf("SC_CLK_TCK"), 0.0
+def processes() -> dict[int, tuple[str, int, float]]:
+    """Every live process: pid -> (name, parent pid, user + system CPU seconds)."""
+    tick, out = os.sysconf("SC_CLK_TCK"), {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -103,20 +103,29 @@ def cpu_seconds(match) -> float:
             raw = (entry / "stat").read_text()
         except OSError:
             continue
-        name, fields = raw[raw.index("(") + 1 : raw.rindex(")")], raw[raw.rindex(")") + 2 :].split()
-        if match(name, fields):
-            total += (int(fields[11]) + int(fields[12])) / tick
-    return total
+        name = raw[raw.index("(") + 1 : raw.rindex(")")]
+        fields = raw[raw.rindex(")") + 2 :].split()
+        out[int(entry.name)] = (name, int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+    return out
 
 
 def server_cpu(server: subprocess.Popen) -> float:
-    """CPU of ``make serve``'s processes (its session): gunicorn, the worker, beat."""
-    return cpu_seconds(lambda name, f: int(f[3]) == server.pid)
+    """CPU of ``make serve``'s live processes (its descendants): gunicorn, the worker,
+    beat."""
+    table, tree = processes(), {server.pid}
+    grew = True
+    while grew:
+        grew = False
+        for pid, (_name, parent, _cpu) in table.items():
+            if parent in tree and pid not in tree:
+                tree.add(pid)
+                grew = True
+    return sum(table[pid][2] for pid in tree if pid in table)
 
 
 def postgres_cpu() -> float:
-    """CPU of every PostgreSQL process (other databases' work included)."""
-    return cpu_seconds(lambda name, f: name.startswith("postgres"))
+    """CPU of every live PostgreSQL process (other databases' work included)."""
+    return sum(cpu for name, _parent, cpu in processes().values() if name.startswith("postgres"))
 
 
 def database_warnings() -> list[str]:
