@@ -89,7 +89,7 @@ class CaseView:
 
 def _find(batch: Batch, case_id: str) -> tuple[Case, CaseResult, Any]:
     """The case, its stored result and its (audited) contract."""
-    for chunk in BatchChunk.objects.filter(batch=batch).only("index", "results", "cases"):
+    for chunk in BatchChunk.objects.filter(batch=batch).only("index", "results", "cases", "packed"):
         hit = next((r for r in case_results(chunk) if r.id == case_id), None)
         if hit is None:
             continue

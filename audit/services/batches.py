@@ -310,7 +310,7 @@ def batch_finalize(*, batch_id: int) -> Batch:
     with transaction.atomic():
         # Not the upload nor the case lines (megabytes of JSON): only the results.
         batch = Batch.objects.select_for_update().defer("archive").get(pk=batch_id)
-        chunks = list(batch.chunks.defer("cases").order_by("index"))
+        chunks = list(batch.chunks.defer("cases", "packed").order_by("index"))
         if batch.is_finished or not all(c.is_finished for c in chunks):
             return batch
         for c in chunks:

@@ -10,9 +10,11 @@ chunk that finishes last computes the batch's scores (:func:`batches.batch_final
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import warnings
+import zlib
 from typing import Any, cast
 
 from celery.exceptions import SoftTimeLimitExceeded
@@ -60,10 +62,25 @@ def chunk_size(cases: int) -> int:
 
 
 def chunk_rows(lines: list[list[Any]]) -> list[BatchChunk]:
-    """Unsaved chunks of :func:`chunk_size` case lines each, in order."""
+    """Unsaved chunks of :func:`chunk_size` case lines each, in order, the lines packed
+    (:func:`chunk_lines` reads them)."""
     size = chunk_size(len(lines))
     parts = [lines[i : i + size] for i in range(0, len(lines), size)]
-    return [BatchChunk(index=k, cases=part, total=len(part)) for k, part in enumerate(parts)]
+    return [
+        BatchChunk(index=k, packed=_pack(part), total=len(part)) for k, part in enumerate(parts)
+    ]
+
+
+def _pack(lines: list[list[Any]]) -> bytes:
+    # zlib level 1: ~7x smaller for JSON lines, and as fast as encoding them
+    return zlib.compress(json.dumps(lines, ensure_ascii=False).encode("utf-8"), 1)
+
+
+def chunk_lines(chunk: BatchChunk) -> list[list[Any]]:
+    """The chunk's case lines: ``[line number, text or None, error or None]``."""
+    if chunk.packed is not None:
+        return cast(list[list[Any]], json.loads(zlib.decompress(bytes(chunk.packed))))
+    return chunk.cases
 
 
 def _contract(batch: Batch, key: str):
@@ -80,7 +97,7 @@ def _contract(batch: Batch, key: str):
 def chunk_suite(batch: Batch, chunk: BatchChunk) -> Suite:
     """The chunk's cases as a :class:`Suite`; unreadable lines are its ``errors``."""
     suite = Suite({}, [])
-    for lineno, text, error in chunk.cases:
+    for lineno, text, error in chunk_lines(chunk):
         where = f"cases.jsonl:{lineno}"
         if text is None:
             suite.errors.append({"id": where, "error": error})
