@@ -3,7 +3,7 @@
 1. Seeds ``DATABASE_URL`` (PostgreSQL) up to ``--runs`` runs (``bench/seed_runs.py``).
 2. Starts ``make serve`` (gunicorn + a Celery worker + beat) on that database and
    private Redis databases (``LOADTEST_BROKER_URL``, default db 11; the shared cache
-   ``LOADTEST_CACHE_URL``, db 12), on ``--port``.
+   ``LOADTEST_CACHE_URL``, db 13; the batch benchmark uses 12), on ``--port``.
 3. Runs ``bench/locustfile.py`` headless: ``--users`` users, spawned over 10 s, for
    ``--time``.
 4. Waits for the queue to drain (every run created by the test finished), stops the
@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     broker = os.environ.get("LOADTEST_BROKER_URL", "redis://127.0.0.1:6379/11")
-    cache = os.environ.get("LOADTEST_CACHE_URL", "redis://127.0.0.1:6379/12")
+    cache = os.environ.get("LOADTEST_CACHE_URL", "redis://127.0.0.1:6379/13")
     VAR.mkdir(exist_ok=True)
     seed = [sys.executable, str(ROOT / "bench" / "seed_runs.py"), "--runs", str(args.runs)]
     subprocess.run(seed, check=True)
