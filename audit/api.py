@@ -3,8 +3,9 @@
 Token or session authentication; the UI's object permissions: a list shows only the
 projects the user is a member of, any object of another project is a 404, and a
 mutation needs the same role as in the UI (else 403), checked by
-:class:`audit.permissions.ProjectRole`. Lists are paginated and filtered by the
-FilterSets of :mod:`audit.filters` (documented in the schema). OpenAPI schema:
+:class:`audit.permissions.ProjectRole`. Lists are paginated (page numbers; runs by
+cursor) and filtered by the FilterSets of :mod:`audit.filters` (documented in the
+schema). OpenAPI schema:
 ``/api/schema/``.
 """
 
@@ -16,6 +17,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.pagination import CursorPagination
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
@@ -128,6 +130,19 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         ).order_by("contract_id", "position", "pk")
 
 
+class RunCursorPagination(CursorPagination):
+    """Runs newest first, 50 a page, linked by opaque ``next``/``previous`` cursors.
+
+    A project holds hundreds of thousands of runs: a page is read from the index on
+    (project, newest first) and costs its own 50 rows, where a page number needs an
+    exact ``count`` of every matching run (115-250 ms at 100,000 runs) and an offset
+    that reads every row before the page.
+    """
+
+    ordering = ("-created_at", "-id")
+    page_size = 50
+
+
 class RunViewSet(
     mixins.CreateModelMixin,
     mixins.ListModelMixin,
@@ -137,13 +152,15 @@ class RunViewSet(
     """Conformance runs. Create one from any input kind; read its status and report.
 
     Filters: ``project`` (slug), ``contract`` (key), ``query``, ``model``, ``status``,
-    ``verdict``, ``family``, ``reviewed``.
+    ``verdict``, ``family``, ``reviewed``. The list is newest first and paginated by
+    cursor: ``{next, previous, results}``, no ``count`` (follow ``next`` to read on).
     """
 
     parser_classes = [LimitedJSONParser, FormParser, MultiPartParser]
     permission_classes = [IsAuthenticated, ProjectRole]
     required_roles = {"verdicts:POST": VERDICT, "corrections:POST": TEACH}
     filterset_class = RunApiFilter
+    pagination_class = RunCursorPagination
 
     def get_serializer_class(self):
         if self.action == "create":

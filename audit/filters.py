@@ -13,7 +13,7 @@ import django_filters as df
 from django.db.models import QuerySet
 
 from .models import FAMILY_FIELDS, Batch, Contract, Query, Run
-from .selectors.runs import annotate_latest_verdict
+from .selectors.runs import reviewed
 
 FAMILIES_HELP = "a failure family: " + ", ".join(FAMILY_FIELDS)
 
@@ -48,8 +48,7 @@ class InboxFilter(_RunTarget):
     def filter_reviewed(self, qs: QuerySet[Run], name: str, value: str) -> QuerySet[Run]:
         if value not in ("yes", "no"):
             return qs
-        reviewed = {"has_verdict": value == "yes"}  # an annotation, not a field
-        return annotate_latest_verdict(qs).filter(**reviewed)
+        return reviewed(qs, yes=value == "yes")
 
 
 class RunApiFilter(RunListFilter, InboxFilter):

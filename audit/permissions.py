@@ -105,11 +105,22 @@ def contract_for(user: Any, pk: int, minimum: str = VIEW) -> tuple[Contract, Mem
     return contract, require(user, contract.project_id, minimum)
 
 
-def run_for(user: Any, pk: int, minimum: str = RUN) -> tuple[Run, Membership]:
-    """Run ``pk`` with its contract and project, and the user's membership (404 outside)."""
+def run_for(
+    user: Any, pk: int, minimum: str = RUN, *, only: tuple[str, ...] = ()
+) -> tuple[Run, Membership]:
+    """Run ``pk`` with its contract and project, and the user's membership (404 outside).
+
+    ``only``: just these fields of the run (a status poll needs no report, overlay or
+    input, which are most of a run's bytes)."""
     if not user.is_authenticated:
         raise Http404("no such run")
-    run = Run.objects.select_related("project", "contract", "created_by").filter(pk=pk).first()
+    qs = Run.objects.filter(pk=pk)
+    qs = (
+        qs.only("project_id", *only)
+        if only
+        else qs.select_related("project", "contract", "created_by")
+    )
+    run = qs.first()
     if run is None:
         raise Http404("no such run")
     return run, require(user, run.project_id, minimum)

@@ -51,7 +51,8 @@ def main() -> int:
         label = "api list " + " ".join(f"{k}={v}" for k, v in params.items())
         qs = RunApiFilter({"project": "demo", **params}, queryset=api).qs
         print(summary(label, qs[:50], full))
-        print(summary("  its count (the API's page)", qs.values("pk"), full))
+        # what page numbers needed on every page; the API pages by cursor now
+        print(summary("  (before) its count", qs.values("pk"), full))
     runs = project.runs.select_related("contract").defer("observed", "overlay", "report")
     print(summary("runs page", RunListFilter({}, queryset=runs).qs[:50], full))
     inbox = reads.inbox(project)

@@ -1,14 +1,17 @@
 """``make loadtest``: seed runs, start ``make serve``, run locust headless, report.
 
 1. Seeds ``DATABASE_URL`` (PostgreSQL) up to ``--runs`` runs (``bench/seed_runs.py``).
-2. Starts ``make serve`` (gunicorn + a Celery worker + beat) on that database and a
-   private Redis database (``LOADTEST_BROKER_URL``, default db 11), on ``--port``.
+2. Starts ``make serve`` (gunicorn + a Celery worker + beat) on that database and
+   private Redis databases (``LOADTEST_BROKER_URL``, default db 11; the shared cache
+   ``LOADTEST_CACHE_URL``, db 13; the batch benchmark uses 12), on ``--port``.
 3. Runs ``bench/locustfile.py`` headless: ``--users`` users, spawned over 10 s, for
    ``--time``.
 4. Waits for the queue to drain (every run created by the test finished), stops the
    server, and prints p50/p95/p99 and errors for all reads together, run creation and
    each route, against the targets (reads p95 < 100 ms, p99 < 250 ms; creation p95 <
-   150 ms; 0 errors). ``--json OUT`` writes the same figures as JSON.
+   150 ms; 0 errors), with the CPU the server, PostgreSQL and locust used per request
+   and warnings about the database (no statistics, autovacuum off). ``--json OUT``
+   writes the same figures as JSON.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -89,8 +93,65 @@ def drain(last_pk: int, seconds: float) -> tuple[int, float]:
     return pending, round(time.monotonic() - started, 1)
 
 
-def start_serve(port: int, broker: str) -> subprocess.Popen:
-    env = os.environ | {"CELERY_BROKER_URL": broker, "PORT": str(port), "LOG_LEVEL": "WARNING"}
+def processes() -> dict[int, tuple[str, int, float]]:
+    """Every live process: pid -> (name, parent pid, user + system CPU seconds)."""
+    tick, out = os.sysconf("SC_CLK_TCK"), {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            raw = (entry / "stat").read_text()
+        except OSError:
+            continue
+        name = raw[raw.index("(") + 1 : raw.rindex(")")]
+        fields = raw[raw.rindex(")") + 2 :].split()
+        out[int(entry.name)] = (name, int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+    return out
+
+
+def server_cpu(server: subprocess.Popen) -> float:
+    """CPU of ``make serve``'s live processes (its descendants): gunicorn, the worker,
+    beat."""
+    table, tree = processes(), {server.pid}
+    grew = True
+    while grew:
+        grew = False
+        for pid, (_name, parent, _cpu) in table.items():
+            if parent in tree and pid not in tree:
+                tree.add(pid)
+                grew = True
+    return sum(table[pid][2] for pid in tree if pid in table)
+
+
+def postgres_cpu() -> float:
+    """CPU of every live PostgreSQL process (other databases' work included)."""
+    return sum(cpu for name, _parent, cpu in processes().values() if name.startswith("postgres"))
+
+
+def database_warnings() -> list[str]:
+    """What makes PostgreSQL's plans at 100,000 runs unlike production's."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW autovacuum")
+        autovacuum = cursor.fetchone()[0]
+        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'audit_run'")
+        estimated = cursor.fetchone()[0]
+    out = []
+    if autovacuum != "on":
+        out.append("autovacuum is off: statistics come only from the seeder's ANALYZE")
+    if estimated is None or estimated < 0:
+        out.append("audit_run was never analysed: the planner guesses (run bench/seed_runs.py)")
+    return out
+
+
+def start_serve(port: int, broker: str, cache: str) -> subprocess.Popen:
+    env = os.environ | {
+        "CELERY_BROKER_URL": broker,
+        "CACHE_URL": cache,
+        "PORT": str(port),
+        "LOG_LEVEL": "WARNING",
+    }
     env["WEB_ACCESS_LOG"] = str(VAR / "loadtest-access.log")
     log = open(VAR / "loadtest-serve.log", "w")  # noqa: SIM115 - lives as long as the server
     return subprocess.Popen(
@@ -146,8 +207,11 @@ def run_locust(host: str, users: int, duration: str, token: str, contract: int) 
         "--host", host, "--users", str(users), "--spawn-rate", str(max(1, users // 10)),
         "--run-time", duration, "--csv", str(VAR / "loadtest"), "--only-summary",
     ]  # fmt: skip
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(command, cwd=ROOT, env=env, check=False)
-    return json.loads(samples.read_text())
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    locust_cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return {"samples": json.loads(samples.read_text()), "locust_cpu": locust_cpu}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     broker = os.environ.get("LOADTEST_BROKER_URL", "redis://127.0.0.1:6379/11")
+    cache = os.environ.get("LOADTEST_CACHE_URL", "redis://127.0.0.1:6379/13")
     VAR.mkdir(exist_ok=True)
     seed = [sys.executable, str(ROOT / "bench" / "seed_runs.py"), "--runs", str(args.runs)]
     subprocess.run(seed, check=True)
@@ -170,14 +235,20 @@ def main(argv: list[str] | None = None) -> int:
     contract = Contract.objects.filter(key="refund-mini", status="audited").latest("version").pk
     token = (VAR / "loadtest-token").read_text().strip()
     last_pk = Run.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
-    server = start_serve(args.port, broker)
+    warnings = database_warnings()
+    load_before = os.getloadavg()[0]
+    server = start_serve(args.port, broker, cache)
     try:
         wait_http(f"http://127.0.0.1:{args.port}/login/", 120)
         host = f"http://127.0.0.1:{args.port}"
-        samples = run_locust(host, args.users, args.time, token, contract)
+        served, pg = server_cpu(server), postgres_cpu()
+        locust = run_locust(host, args.users, args.time, token, contract)
+        served, pg = server_cpu(server) - served, postgres_cpu() - pg
         pending, waited = drain(last_pk, 300)
     finally:
         stop(server)
+    summary = summarise(locust["samples"])
+    requests = sum(row["requests"] for row in summary.values()) or 1
     report = {
         "users": args.users,
         "duration": args.time,
@@ -185,7 +256,15 @@ def main(argv: list[str] | None = None) -> int:
         "runs_created": Run.objects.filter(pk__gt=last_pk).count(),
         "queue_pending_after": pending,
         "drain_seconds": waited,
-        "summary": summarise(samples),
+        "load_average_before": round(load_before, 2),
+        "database_warnings": warnings,
+        # CPU used while locust ran, per request: is the machine the bottleneck?
+        "cpu_ms_per_request": {
+            "web_worker_beat": round(1000 * served / requests, 1),
+            "postgres_all_databases": round(1000 * pg / requests, 1),
+            "locust": round(1000 * locust["locust_cpu"] / requests, 1),
+        },
+        "summary": summary,
     }
     print(json.dumps(report, indent=1))
     if args.json:

@@ -24,6 +24,8 @@ runs with no servers at all (SQLite, and a Celery broker in a SQLite file):
 - ``LOGIN_FAILURE_LIMIT`` / ``LOGIN_COOLOFF_MINUTES``: wrong passwords before a
   user name is locked out from one address, and for how long (django-axes).
 - ``API_THROTTLE_ANON`` / ``API_THROTTLE_USER``: REST API request rates.
+- ``CACHE_URL``: a shared cache (``redis://host:6379/1``); absent: per process.
+- ``DB_CONN_MAX_AGE``: seconds a process keeps its database connection (default 0).
 See docs/operations.md, "Deploy settings and security".
 """
 
@@ -224,6 +226,18 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql"):
     )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Django's cache: per process (local memory) unless CACHE_URL names a shared one, e.g.
+# redis://127.0.0.1:6379/1 (`make serve` sets one). Shared, what is cached is computed
+# once for every web process (the inbox's filter choices) and the API throttle counts
+# a user's requests across processes.
+CACHES = {
+    "default": (
+        env.cache_url("CACHE_URL")
+        if env.str("CACHE_URL", default="")
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {
@@ -384,8 +398,12 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
 # died or hung): the sweep below queues it again, or fails it after MAX_ATTEMPTS.
 JOB_STALE_AFTER = env.int("JOB_STALE_AFTER", default=CELERY_TASK_TIME_LIMIT + 60)
 JOB_MAX_ATTEMPTS = env.int("JOB_MAX_ATTEMPTS", default=3)
-# Cases per batch chunk: one chunk is one task, and what a killed worker can lose.
+# Cases per batch chunk, at most: one chunk is one task, and what a killed worker can
+# lose. A batch is cut into BATCH_CHUNKS chunks when that keeps them under the maximum
+# (and over 20 cases), so that the processes of a worker share even a small batch
+# evenly (audit/services/chunks.py, chunk_size).
 BATCH_CHUNK_CASES = env.int("BATCH_CHUNK_CASES", default=200)
+BATCH_CHUNKS = env.int("BATCH_CHUNKS", default=16)
 CELERY_BEAT_SCHEDULE = {
     "sweep-stale-jobs": {"task": "audit.tasks.sweep_stale_jobs", "schedule": 60.0},
 }

@@ -100,7 +100,7 @@ def _find(batch: Batch, case_id: str) -> tuple[Case, CaseResult, Any]:
     """The case, its stored result and its (audited) contract."""
     from ..services.chunks import case_results, chunk_suite
 
-    for chunk in BatchChunk.objects.filter(batch=batch).only("index", "results", "cases"):
+    for chunk in BatchChunk.objects.filter(batch=batch).only("index", "results", "cases", "packed"):
         hit = next((r for r in case_results(chunk) if r.id == case_id), None)
         if hit is None:
             continue

@@ -69,6 +69,30 @@ NO_LLM_FOR_INVARIANTS = (
 )
 
 
+# Per process: the document of an audited contract version, its digest and the
+# engine's contract, by (pk, updated_at). An audited version is never edited (every
+# edit refuses it) and a change of status moves updated_at; rebuilding the document
+# from its rows twice and auditing it again were half the CPU of creating a run.
+_AUDITED: dict[tuple[int, Any], tuple[str, ContractDoc]] = {}
+
+
+def _document_and_contract(contract: Contract) -> tuple[str, ContractDoc]:
+    """The digest of ``contract``'s document and the engine's (audited) contract; a
+    failing audit raises ContractEvalError."""
+    key = (contract.pk, contract.updated_at)
+    cached = _AUDITED.get(key) if contract.status == ContractStatus.AUDITED else None
+    if cached is None:
+        document = contract_document(contract)
+        canonical = json.dumps(document, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        cached = (digest, load_contract(document))
+        if contract.status == ContractStatus.AUDITED:
+            if len(_AUDITED) > 128:
+                _AUDITED.clear()
+            _AUDITED[key] = cached
+    return cached
+
+
 def input_hash(
     contract: Contract,
     query_key: str,
@@ -81,13 +105,11 @@ def input_hash(
     canonical = json.dumps(observed, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     # The report is computed from the contract document rebuilt from its rows, so the
     # document itself (not only its pk and version) is part of what makes runs equal.
-    document = json.dumps(
-        contract_document(contract), sort_keys=True, ensure_ascii=False, separators=(",", ":")
-    )
+    document_digest, _ = _document_and_contract(contract)
     h = hashlib.sha256()
     parts = [
         f"contract:{contract.pk}:{contract.key}:v{contract.version}",
-        f"document:{hashlib.sha256(document.encode('utf-8')).hexdigest()}",
+        f"document:{document_digest}",
         f"query:{query_key}",
         f"mode:{mode}",
         f"extractor:{extractor}",
@@ -140,7 +162,7 @@ def run_create(
             select=select or None,
         )
         check_json(prepared.observed, what="the input")  # NUL, unpaired surrogates
-        condition(load_contract(contract_document(contract)), query_key)
+        condition(_document_and_contract(contract)[1], query_key)
     except ContractEvalError as exc:
         raise ServiceError(str(exc)) from exc
     llm = _llm_fingerprint(judge_invariants or prepared.extractor == ExtractorName.LLM)

@@ -24,7 +24,7 @@ def inbox(request, slug):
     project, membership = project_for(request.user, slug, RUN)
     qs = InboxFilter(request.GET, queryset=run_reads.inbox(project)).qs
     params = filter_values(InboxFilter, request.GET)
-    page = LimitFirstPage(qs, request.GET.get("page"))
+    page = LimitFirstPage(run_reads.list_rows(qs), request.GET.get("page"))
     query = urlencode({k: v for k, v in params.items() if v})
     return render(
         request,

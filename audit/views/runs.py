@@ -46,8 +46,7 @@ FAMILY_NAMES = {
 
 def _runs_context(project, membership, request, form=None, error=""):
     contracts = run_reads.runnable_contracts(project)
-    runs = project.runs.select_related("contract").defer("observed", "overlay", "report")
-    qs = RunListFilter(request.GET, queryset=runs).qs
+    qs = run_reads.list_rows(RunListFilter(request.GET, queryset=project.runs.all()).qs)
     params = filter_values(RunListFilter, request.GET)
     page = LimitFirstPage(qs, request.GET.get("page"))
     return {
@@ -160,7 +159,7 @@ def run_detail(request, pk):
 @require_GET
 def run_status(request, pk):
     """Polled by htmx while the run is queued or running; then the page reloads."""
-    run, _ = run_for(request.user, pk)
+    run, _ = run_for(request.user, pk, only=("status",))
     return poll(request, run, "audit:run_detail", "audit/run.html#status", {"run": run})
 
 

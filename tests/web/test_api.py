@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from datetime import timedelta
 
 import pytest
 from rest_framework.authtoken.models import Token
@@ -288,19 +289,44 @@ def test_a_queued_run_has_no_report_yet(api, audited, observed_doc):
     assert report.status_code == 404 and "queued" in report.json()["detail"]
 
 
-def test_run_list_filters_and_pagination(api, audited, observed_doc, post_run, done_run):
+def _ids(client, url: str) -> list[int]:
+    return [r["id"] for r in client.get(url).json()["results"]]
+
+
+def test_run_list_filters(api, audited, observed_doc, post_run, done_run):
     post_run(api("annotator"), {"contract": audited.pk, "query": "q1", "input": observed_doc})
     client = api("annotator")
     page = client.get("/api/runs/").json()
-    assert {"count", "next", "previous", "results"} <= set(page) and page["count"] == 2
-    assert [r["id"] for r in client.get("/api/runs/?verdict=non_clean").json()["results"]] == [
-        done_run.pk
-    ]
-    assert client.get("/api/runs/?family=omission").json()["count"] == 1
-    assert client.get("/api/runs/?model=m1").json()["count"] == 1
-    assert client.get("/api/runs/?contract=refund-mini&query=q1&status=done").json()["count"] == 2
-    assert client.get("/api/runs/?project=elsewhere").json()["count"] == 0
-    assert client.get("/api/runs/?page=9").status_code == 404
+    assert set(page) == {"next", "previous", "results"} and len(page["results"]) == 2
+    assert _ids(client, "/api/runs/?verdict=non_clean") == [done_run.pk]
+    assert _ids(client, "/api/runs/?family=omission") == [done_run.pk]
+    assert _ids(client, "/api/runs/?model=m1") == [done_run.pk]
+    assert len(_ids(client, "/api/runs/?contract=refund-mini&query=q1&status=done")) == 2
+    assert _ids(client, "/api/runs/?project=elsewhere") == []
+
+
+def test_run_list_pages_by_cursor_newest_first_each_run_once(api, done_run):
+    # 129 runs, several created in the same instant: the cursor must neither skip nor
+    # repeat runs that tie on the creation time.
+    stamp = done_run.created_at
+    for i in range(128):
+        clone = copy.copy(done_run)
+        clone.pk, clone.input_hash = None, f"clone-{i}"
+        clone.save()
+        Run.objects.filter(pk=clone.pk).update(created_at=stamp - timedelta(seconds=i // 3))
+    expected = list(Run.objects.order_by("-created_at", "-pk").values_list("pk", flat=True))
+    client, url, seen, first = api("annotator"), "/api/runs/", [], None
+    while url:
+        page = client.get(url).json()
+        assert "count" not in page and len(page["results"]) <= 50
+        seen += [r["id"] for r in page["results"]]
+        first = first or page
+        last, url = page, page["next"]
+    assert seen == expected
+    assert first["previous"] is None and last["previous"]
+    back = client.get(last["previous"]).json()["results"]
+    assert [r["id"] for r in back] == expected[50:100]
+    assert client.get("/api/runs/?cursor=bogus").status_code == 404
 
 
 def test_verdicts_by_role(api, done_run):

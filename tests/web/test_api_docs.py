@@ -55,3 +55,19 @@ def test_the_schema_documents_every_list_filter(client):
     assert {"project", "key", "status"} <= params("/api/contracts/")
     assert {"project", "contract"} <= params("/api/queries/")
     assert "project" in params("/api/batches/")
+
+
+def test_the_schema_documents_the_run_list_as_paged_by_cursor_without_a_count(client):
+    import json
+
+    doc = json.loads(
+        client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").content
+    )
+    runs = doc["paths"]["/api/runs/"]["get"]
+    assert "cursor" in {p["name"] for p in runs["parameters"]}
+    assert "page" not in {p["name"] for p in runs["parameters"]}
+    page = runs["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+    fields = doc["components"]["schemas"][page.rsplit("/", 1)[1]]["properties"]
+    assert set(fields) == {"next", "previous", "results"}
+    contracts = doc["paths"]["/api/contracts/"]["get"]  # the other lists keep page numbers
+    assert "page" in {p["name"] for p in contracts["parameters"]}

@@ -86,7 +86,7 @@ def test_a_stuck_run_is_retried_from_the_page_and_the_api(
 def test_a_stale_chunk_is_queued_again_and_a_complete_batch_is_scored(
     project, users, fixture_suite, sent, settings, django_capture_on_commit_callbacks
 ):
-    settings.BATCH_CHUNK_CASES = 500
+    settings.BATCH_CHUNKS, settings.BATCH_CHUNK_CASES = 1, 500
     batch = batches.batch_create(project=project, user=users["reviewer"])
     batch = batches.batch_prepare(batch_id=batch.pk)
     chunks = list(batch.chunks.order_by("index"))

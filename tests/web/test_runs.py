@@ -517,6 +517,32 @@ def test_the_inbox_lists_failed_runs_and_filters(failed_runs, login, users):
     assert listed("?reviewed=yes") == {a.pk}
 
 
+def test_the_inbox_shows_each_runs_latest_verdict_and_the_run_page_the_next_to_review(
+    failed_runs, login, users
+):
+    a, b, c, clean = failed_runs
+    verdicts.verdict_record(run=a, user=users["reviewer"], agrees=True, note="first look")
+    verdicts.verdict_record(run=a, user=users["reviewer"], agrees=False, note="second look")
+    client = login("reviewer")
+    rows = client.get("/p/tests/inbox/").content.decode().split("<tr>")
+    row = {r.pk: next(x for x in rows if f'href="/r/{r.pk}/"' in x) for r in (a, b, c)}
+    assert "disagrees" in row[a.pk] and "second look" in row[a.pk] and "reviewer" in row[a.pk]
+    assert "to review" in row[b.pk] and "to review" in row[c.pk]
+    # newest first, never the run itself, never one with a verdict, never a clean one
+    Run.objects.filter(pk=c.pk).update(created_at=b.created_at.replace(year=2001))
+    Run.objects.filter(pk=clean.pk).update(created_at=b.created_at.replace(year=2999))
+
+    def next_link(run):
+        html = client.get(f"/r/{run.pk}/").content.decode()
+        link = html.split('data-testid="next-unreviewed"')[0].rsplit('href="', 1)[1]
+        return link.split('"')[0]
+
+    assert next_link(a) == f"/r/{b.pk}/"
+    assert next_link(b) == f"/r/{c.pk}/"
+    verdicts.verdict_record(run=c, user=users["reviewer"], agrees=True)
+    assert 'data-testid="next-unreviewed"' not in client.get(f"/r/{b.pk}/").content.decode()
+
+
 def test_the_inbox_and_a_run_export_as_json_and_csv(failed_runs, login, users):
     a, b, c, clean = failed_runs
     verdicts.verdict_record(run=a, user=users["reviewer"], agrees=True, note="right")

@@ -183,3 +183,21 @@ def test_progress_is_stored_throttled_and_polled(project, users, login, monkeypa
     assert client.get(f"/b/{batch.pk}/status/").status_code == 302
     assert login("outsider").get(f"/b/{batch.pk}/").status_code == 404
     assert login("outsider").get(f"/b/{batch.pk}/scores.json").status_code == 404
+
+
+def test_a_batch_is_cut_into_even_chunks_no_larger_than_the_maximum(settings):
+    from audit.services.chunks import chunk_lines, chunk_rows, chunk_size
+
+    settings.BATCH_CHUNK_CASES, settings.BATCH_CHUNKS = 200, 16
+    # enough chunks for the processes to finish together; never huge, never tiny
+    assert [chunk_size(n) for n in (1400, 16800, 100, 5)] == [88, 200, 20, 20]
+    lines = [[n, f'{{"id": "c{n}"}}', None] for n in range(1, 1401)]
+    chunks = chunk_rows(lines)
+    assert len(chunks) == 16 and {c.total for c in chunks} == {88, 80}
+    assert [line for c in chunks for line in chunk_lines(c)] == lines
+    assert [c.index for c in chunks] == list(range(16))
+    assert all(not c.cases and len(c.packed) < len(str(lines)) / 16 for c in chunks)
+    # a chunk stored before the lines were packed is read as it was
+    from audit.models import BatchChunk
+
+    assert chunk_lines(BatchChunk(cases=lines[:3], total=3)) == lines[:3]
