@@ -68,9 +68,10 @@ def _assert_every_case_counted_once(batch: Batch, n: int) -> list[BatchChunk]:
 
 
 def test_two_workers_share_the_chunks_of_one_batch(queue, project, users, settings):
-    settings.BATCH_CHUNKS, settings.BATCH_CHUNK_CASES = 1, 100
+    # the worker cuts the chunks, so it is the worker that needs the sizes
+    env = {"BATCH_CHUNKS": "1", "BATCH_CHUNK_CASES": "100"}
     ensure_fixture_suite()
-    workers = [start_worker(queue, name=f"{queue}-{i}") for i in (1, 2)]
+    workers = [start_worker(queue, name=f"{queue}-{i}", env=env) for i in (1, 2)]
     try:
         batch = batches.batch_create(project=project, user=users["reviewer"], mode="token")
         seen = _wait(batch, 300)
@@ -90,10 +91,14 @@ def test_two_workers_share_the_chunks_of_one_batch(queue, project, users, settin
 def test_a_killed_worker_loses_one_chunk_that_is_redelivered_and_counted_once(
     queue, project, users, settings
 ):
-    settings.BATCH_CHUNKS, settings.BATCH_CHUNK_CASES = 1, 150
     settings.SUITE_UPLOAD_MAX_BYTES = 100 * 1024 * 1024
     archive, n = repeated_suite_zip(ensure_fixture_suite(), 2)
-    env = {"CELERY_VISIBILITY_TIMEOUT": VISIBILITY}
+    env = {
+        "CELERY_VISIBILITY_TIMEOUT": VISIBILITY,
+        "BATCH_CHUNKS": "1",
+        "BATCH_CHUNK_CASES": "150",
+        "SUITE_UPLOAD_MAX_BYTES": str(100 * 1024 * 1024),
+    }
     first = start_worker(queue, name=f"{queue}-a", env=env)
     second = None
     try:
