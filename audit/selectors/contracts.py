@@ -31,14 +31,28 @@ class ContractRows:
     invariant_spans: dict[int, list[Span]]
     applies_to: dict[int, list[int]]  # invariant pk -> node pks
     queries: list[Query]
+    # The contract's revision as read *before* the rows (see :func:`revision_stamp`);
+    # empty for a partial read, which has no export.
+    stamp: str = ""
     by_pk: dict[int, Node] = field(init=False)
 
     def __post_init__(self) -> None:
         self.by_pk = {n.pk: n for n in self.nodes}
 
 
+def revision_stamp(contract_pk: int) -> str:
+    """What identifies the content of a contract now: its pk, creation time (a reused pk
+    is another contract) and ``revision``. Read it before the rows it stands for, so
+    that a derived value stored under it was computed from content at least that new."""
+    revision, created = (
+        Contract.objects.filter(pk=contract_pk).values_list("revision", "created_at").get()
+    )
+    return f"{contract_pk}:{created.timestamp()}:{revision}"
+
+
 def load_contract_rows(contract: Contract) -> ContractRows:
-    """All rows of ``contract`` in six queries."""
+    """All rows of ``contract`` in seven queries (the first reads its revision)."""
+    stamp = revision_stamp(contract.pk)
     nodes = list(Node.objects.filter(contract=contract).order_by("position", "pk"))
     spans: dict[int, list[Span]] = defaultdict(list)
     invariant_spans: dict[int, list[Span]] = defaultdict(list)
@@ -66,6 +80,7 @@ def load_contract_rows(contract: Contract) -> ContractRows:
         invariant_spans=invariant_spans,
         applies_to=applies_to,
         queries=list(Query.objects.filter(contract=contract).order_by("position", "pk")),
+        stamp=stamp,
     )
 
 
