@@ -29,7 +29,7 @@ from ..models import (
     ProposalRun,
     ReviewStatus,
 )
-from .contracts import ContractRows, document_from_rows, load_contract_rows, revision_stamp
+from .contracts import ContractRows, document_from_rows, export_rows, revision_stamp
 
 HISTORY_LIMIT = 100
 
@@ -209,7 +209,7 @@ def contract_audit(contract: Contract) -> Audit:
     """The engine's audit of ``contract`` as it is now; its rows are loaded only when
     the audit of the current revision is not cached yet."""
     audit = cache.get(f"ce-audit:{revision_stamp(contract.pk)}")
-    return audit if audit is not None else audit_rows(load_contract_rows(contract))
+    return audit if audit is not None else audit_rows(export_rows(contract))
 
 
 VERBS = {
