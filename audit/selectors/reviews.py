@@ -33,13 +33,17 @@ class Skeleton:
         self.rank = {pk: i for i, (pk, _, _) in enumerate(self.order)}
 
 
-def skeleton(contract: Contract) -> Skeleton:
-    """The outline order, statuses and ids of ``contract``'s nodes, in one query."""
-    links = list(
-        Node.objects.filter(contract=contract)
-        .order_by("position", "pk")
-        .values_list("pk", "parent_id", "review_status", "node_id")
-    )
+def skeleton(contract: Contract, rows: ContractRows | None = None) -> Skeleton:
+    """The outline order, statuses and ids of ``contract``'s nodes, in one query, or
+    from ``rows`` (all its nodes) when they were loaded already."""
+    if rows is not None:
+        links = [(n.pk, n.parent_id, n.review_status, n.node_id) for n in rows.nodes]
+    else:
+        links = list(
+            Node.objects.filter(contract=contract)
+            .order_by("position", "pk")
+            .values_list("pk", "parent_id", "review_status", "node_id")
+        )
     return Skeleton(
         order=outline_order([(pk, parent) for pk, parent, _, _ in links]),
         status={pk: status for pk, _, status, _ in links},
@@ -129,7 +133,8 @@ def review_answer(
 ) -> ReviewAnswer:
     """The answer after ``changed`` (``(node, status before)``), showing node
     ``selected`` or, with ``advance``, the next node to review after it."""
-    sk = skeleton(contract)
+    audit, rows_read = contract_audit(contract)  # all rows, when not cached
+    sk = skeleton(contract, rows_read)
     if advance and selected is not None:
         selected = next_to_review(sk, selected)
     rows = node = None
@@ -146,6 +151,6 @@ def review_answer(
         ],
         changed_segments=changed_segments(contract, nodes, {n.pk: b for n, b in changed}),
         counts=status_counts(sk.status.values()),
-        audit=contract_audit(contract),
+        audit=audit,
         node_pks=sk.node_pks,
     )

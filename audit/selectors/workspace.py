@@ -205,11 +205,14 @@ def audit_rows(rows: ContractRows) -> Audit:
     return audit
 
 
-def contract_audit(contract: Contract) -> Audit:
+def contract_audit(contract: Contract) -> tuple[Audit, ContractRows | None]:
     """The engine's audit of ``contract`` as it is now; its rows are loaded only when
-    the audit of the current revision is not cached yet."""
+    the audit of the current revision is not cached yet (and returned, else None)."""
     audit = cache.get(f"ce-audit:{revision_stamp(contract.pk)}")
-    return audit if audit is not None else audit_rows(export_rows(contract))
+    if audit is not None:
+        return audit, None
+    rows = export_rows(contract)
+    return audit_rows(rows), rows
 
 
 VERBS = {

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import re
 
 import pytest
 from django.core.cache import cache
@@ -75,7 +76,7 @@ def test_the_cached_audit_equals_a_fresh_full_audit_after_random_edits(
         contract_audit(contract)  # fills the cache at this revision
         _random_edit(rng, contract, users["annotator"])
         fresh = audit_contract(contract_document(contract))
-        assert contract_audit(contract).to_dict() == fresh.to_dict()
+        assert contract_audit(contract)[0].to_dict() == fresh.to_dict()
 
 
 def test_a_reject_answers_with_the_audit_of_the_export_without_the_node(login, contract) -> None:
@@ -105,3 +106,28 @@ def test_the_export_from_plain_records_equals_the_export_from_models(
     light = document_from_rows(export_rows(contract), include_rejected=include_rejected)
     full = document_from_rows(load_contract_rows(contract), include_rejected=include_rejected)
     assert light == full
+
+
+@pytest.mark.parametrize("action", ["confirm", "reject"])
+def test_a_review_answer_carries_the_outline_row_and_highlights_a_fresh_page_shows(
+    login, contract, users, action
+) -> None:
+    client = login("annotator")
+    node = Node.objects.get(contract=contract, node_id="within_window")  # nested, with text
+    nodes_review(  # imported nodes are confirmed; back to proposed first
+        contract=contract, user=users["annotator"], action="undo", nodes=[(node.pk, 1)]
+    )
+    node.refresh_from_db()
+    r = client.post(
+        f"/c/{contract.pk}/nodes/{node.pk}/review/",
+        {"action": action, "version": node.version, "advance": "1"},
+        **HTMX,
+    )
+    answer = r.content.decode().replace(' hx-swap-oob="true"', "")
+    page = client.get(f"/c/{contract.pk}/?node=within_window").content.decode()
+    row = re.search(rf'<li id="ol-{node.pk}" .*?</li>', answer)
+    assert row is not None
+    assert row.group(0).replace(" is-sel", "") in page.replace(" is-sel", "")
+    pieces = re.findall(r'<span id="s\d+" .*?</span>', answer)
+    assert pieces and all(piece in page for piece in pieces)
+    assert f"s-{action}ed" in row.group(0)
