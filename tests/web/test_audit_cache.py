@@ -131,3 +131,18 @@ def test_a_review_answer_carries_the_outline_row_and_highlights_a_fresh_page_sho
     pieces = re.findall(r'<span id="s\d+" .*?</span>', answer)
     assert pieces and all(piece in page for piece in pieces)
     assert f"s-{action}ed" in row.group(0)
+
+
+def test_a_deletion_in_the_admin_counts_the_revision_so_the_old_audit_is_not_shown(
+    contract, rf
+) -> None:
+    from django.contrib.admin.sites import site
+
+    cache.clear()
+    before, _ = contract_audit(contract)
+    edge = Edge.objects.filter(contract=contract, kind="branches_to").first()
+    assert edge is not None and before.ok
+    site._registry[Edge].delete_model(rf.post("/"), edge)
+    after, _ = contract_audit(contract)
+    assert not after.ok  # an outcome without its branches_to edge is an error
+    assert after.to_dict() == audit_contract(contract_document(contract)).to_dict()
