@@ -93,6 +93,7 @@ bench: install
 # worker processes on PostgreSQL and Redis (docs/benchmarks.md).
 BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/contracteval_bench
 bench-batch: install
+	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python deploy/ensure_database.py
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/batch_throughput.py
 
 # The load test: 100,000 runs seeded into BENCH_DATABASE_URL, then `make serve` and
@@ -105,9 +106,11 @@ $(VENV)/.bench: pyproject.toml | $(VENV)/.installed
 	touch $@
 
 seed-runs: install
+	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python deploy/ensure_database.py
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/seed_runs.py --runs $(SEED_RUNS)
 
 loadtest: install $(VENV)/.bench
+	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python deploy/ensure_database.py
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/loadtest.py \
 		--users $(LOADTEST_USERS) --time $(LOADTEST_TIME) --runs $(SEED_RUNS)
 

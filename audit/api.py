@@ -21,10 +21,22 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from . import services
+from .api_teaching import ContractEnactmentsMixin, RunCorrectionsMixin
 from .filters import BatchApiFilter, ContractApiFilter, QueryApiFilter, RunApiFilter
 from .guards import LimitedJSONParser
 from .models import Batch, Contract, Project, Query, Run
-from .permissions import BATCH, IMPORT, RUN, VERDICT, ProjectRole, project_for, require, roles_of
+from .permissions import (
+    BATCH,
+    IMPORT,
+    RUN,
+    TEACH,
+    UNTEACH,
+    VERDICT,
+    ProjectRole,
+    project_for,
+    require,
+    roles_of,
+)
 from .selectors import exports
 from .selectors.team import export_document
 from .serializers import (
@@ -59,10 +71,11 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
         return ctx
 
 
-class ContractViewSet(viewsets.ReadOnlyModelViewSet):
+class ContractViewSet(ContractEnactmentsMixin, viewsets.ReadOnlyModelViewSet):
     """Contract versions. Filters: ``project`` (slug), ``key``, ``status``."""
 
     permission_classes = [IsAuthenticated, ProjectRole]
+    required_roles = {"enactment:DELETE": UNTEACH}
     serializer_class = ContractSerializer
     filterset_class = ContractApiFilter
 
@@ -119,7 +132,7 @@ class RunViewSet(
     mixins.CreateModelMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
-    viewsets.GenericViewSet,
+    RunCorrectionsMixin,
 ):
     """Conformance runs. Create one from any input kind; read its status and report.
 
@@ -129,7 +142,7 @@ class RunViewSet(
 
     parser_classes = [LimitedJSONParser, FormParser, MultiPartParser]
     permission_classes = [IsAuthenticated, ProjectRole]
-    required_roles = {"verdicts:POST": VERDICT}
+    required_roles = {"verdicts:POST": VERDICT, "corrections:POST": TEACH}
     filterset_class = RunApiFilter
 
     def get_serializer_class(self):

@@ -13,6 +13,11 @@ import logging
 from celery import Task, shared_task
 from django.db import InterfaceError, OperationalError
 
+# The project's Celery app, configured from the settings, becomes the current app
+# here, before a task is sent: the senders import this module when they run, and
+# nothing imports the app at start-up (see contracteval_site/__init__.py).
+from contracteval_site.celery import app as app
+
 from .services import batches, chunks, jobs, proposals, runs
 from .services.common import LLMRetry
 from .services.proposals import ProposalRetry
@@ -97,14 +102,17 @@ def execute_run(self, run_id: int) -> dict:
 
 @_retrying_task(LLMRetry, fail=jobs.batch_fail)
 def execute_batch(self, batch_id: int) -> dict:
-    """Fan suite batch ``batch_id`` out: one ``execute_chunk`` per unfinished chunk, on
-    the queue this task came from (in-process when eager: every chunk, then scores)."""
+    """Read suite batch ``batch_id`` (its chunks, once), then fan it out: one
+    ``execute_chunk`` per unfinished chunk, on the queue this task came from
+    (in-process when eager: every chunk, then scores)."""
     if self.request.is_eager:
         batch = _eager_or_retry(
             self, lambda final: batches.batch_execute(batch_id=batch_id, final_attempt=final)
         )
         return {"batch": batch.pk, "status": batch.status, "cases": batch.total}
     queue = (self.request.delivery_info or {}).get("routing_key")
+    if batches.batch_prepare(batch_id=batch_id).is_finished:
+        return {"batch": batch_id, "chunks": 0}
     pending = batches.batch_pending_chunks(batch_id=batch_id)
     for chunk_id in pending:
         execute_chunk.apply_async(args=[chunk_id], queue=queue)

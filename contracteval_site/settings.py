@@ -308,6 +308,8 @@ SPECTACULAR_SETTINGS = {
         "RunModeEnum": "audit.models.RunMode",
         "ExtractorEnum": "audit.models.ExtractorName",
         "InputKindEnum": "audit.models.InputKind",
+        "CorrectionActionEnum": "audit.api_teaching.CORRECTION_ACTIONS",
+        "ActionEnum": "audit.models.DecisionAction",
     },
 }
 # Traces and suites can be large: JSON bodies up to 20 MB, suite archives up to 20 MB.

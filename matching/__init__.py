@@ -9,25 +9,58 @@ command line it implements are in the project's spec (FORMAT.md, ALGORITHMS.md, 
 >>> c = load_contract(data / "refund-mini.json")
 >>> evaluate(c, "q1", read_observed(data / "refund-mini-observed-q1.json"))["verdict"]
 'clean'
+
+The names below are loaded on first use (PEP 562), not when the package is imported:
+importing one light submodule (``matching.errors``, ``matching.input_limits``) must not
+pull networkx, numpy and jsonschema into a process that never evaluates anything, such
+as the web app starting up.
 """
 
-from .conditioning import Expected, condition
-from .errors import ContractEvalError
-from .evaluate import Evaluation, evaluate, evaluate_detailed
-from .formats import (
-    Case,
-    Contract,
-    Observed,
-    Query,
-    read_case,
-    read_contract,
-    read_document,
-    read_observed,
-    read_query,
-)
-from .validate import Audit, audit_contract, load_contract
+import sys
+import types
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .conditioning import Expected, condition
+    from .errors import ContractEvalError
+    from .evaluate import Evaluation, evaluate, evaluate_detailed
+    from .formats import (
+        Case,
+        Contract,
+        Observed,
+        Query,
+        read_case,
+        read_contract,
+        read_document,
+        read_observed,
+        read_query,
+    )
+    from .validate import Audit, audit_contract, load_contract
 
 __version__ = "0.1.0"
+
+# public name -> the submodule that defines it
+_LAZY = {
+    "Audit": "validate",
+    "Case": "formats",
+    "Contract": "formats",
+    "ContractEvalError": "errors",
+    "Evaluation": "evaluate",
+    "Expected": "conditioning",
+    "Observed": "formats",
+    "Query": "formats",
+    "audit_contract": "validate",
+    "condition": "conditioning",
+    "evaluate": "evaluate",
+    "evaluate_detailed": "evaluate",
+    "load_contract": "validate",
+    "read_case": "formats",
+    "read_contract": "formats",
+    "read_document": "formats",
+    "read_observed": "formats",
+    "read_query": "formats",
+}
 __all__ = [
     "Audit",
     "Case",
@@ -48,3 +81,31 @@ __all__ = [
     "read_observed",
     "read_query",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
+
+class _Package(types.ModuleType):
+    """This package, whose ``evaluate`` stays the function: importing the submodule of
+    the same name (``matching.evaluate``) makes the import system set the package's
+    attribute to that module, which ``from matching import evaluate`` would then return."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and value.__name__ == f"{__name__}.{name}":
+            if name in _LAZY:
+                value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -27,7 +27,6 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
-from scipy.special import erf
 
 from .errors import ContractEvalError
 
@@ -81,7 +80,10 @@ def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
-    # BERT's exact GELU (erf form), not the tanh approximation
+    # BERT's exact GELU (erf form), not the tanh approximation. scipy is imported here,
+    # by the first forward pass, so importing the module (or its ModelMissing) stays cheap.
+    from scipy.special import erf
+
     return 0.5 * x * (1.0 + erf(x / np.sqrt(2.0)))
 
 

@@ -27,8 +27,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
 from .conditioning import Expected, condition
-from .formats import Case, Contract
-from .semantic import node_texts_of_meta
+from .formats import Case, Contract, node_texts_of_meta
 from .similarity import strip_role_tag
 
 

@@ -39,18 +39,10 @@ from .failures import (
 )
 from .failures import agent_text as agent_text  # the invariant checks' text, read here too
 from .formats import FAMILIES as FAMILIES  # the judges and the web app read it here
+from .formats import METRICS as METRICS  # the report's metric names, read here too
 from .formats import REPORT, Contract, Observed, Query
 from .match import Alignment, align
 from .satisfaction import Pos, Satisfaction, satisfaction
-
-METRICS = (
-    "required_recall",
-    "observed_precision",
-    "edge_conformance",
-    "branch_correctness",
-    "invariant_score",
-    "output_validity",
-)
 
 
 @dataclass

@@ -53,6 +53,27 @@ from .model import (
 from .schema_check import check_schema, schema, schema_errors
 
 Source = Mapping[str, Any] | str | bytes | Path
+# The metrics of a report, in its order (ALGORITHMS.md §4). Here rather than with the
+# evaluation that computes them: the web app keeps one column per metric and reads the
+# names without loading the matcher (numpy, networkx).
+METRICS = (
+    "required_recall",
+    "observed_precision",
+    "edge_conformance",
+    "branch_correctness",
+    "invariant_score",
+    "output_validity",
+)
+
+
+def node_texts_of_meta(meta: dict) -> list[str]:
+    """The enactment texts of a node's ``meta`` (string or list; others ignored)."""
+    e = meta.get("enactment")
+    if isinstance(e, str):
+        return [e] if e.strip() else []
+    if isinstance(e, list):
+        return [x for x in e if isinstance(x, str) and x.strip()]
+    return []
 
 
 # --------------------------------------------------------------------------- loading
@@ -372,6 +393,7 @@ __all__ = [
     "NODE_TYPES",
     "Node",
     "OBSERVED",
+    "METRICS",
     "ORDER_KINDS",
     "Observed",
     "ObservedNode",
@@ -384,6 +406,7 @@ __all__ = [
     "contract_from_data",
     "dumps",
     "load_json",
+    "node_texts_of_meta",
     "observed_from_data",
     "read_case",
     "read_contract",

@@ -11,6 +11,9 @@ Rules (in this order; the first that fires wins):
 - the first top-level heading (or, without headings, the first paragraph) is the
   ``intent``; the paragraph right below it is added to the intent's evidence (its
   purpose); lower headings become composite ``action`` nodes below the intent;
+- a framing section (Purpose, Scope, Background, Definitions, References, Revision
+  history, ...: :mod:`matching.context`) gets no node; of its sentences only those that
+  direct someone (a modal such as "must", an imperative or a condition) are proposed;
 - an item that starts with "if" or "when" is a ``branch_condition``; its condition clause
   (up to the first comma, colon or "then") is its evidence, the rest of the item becomes
   a child node typed by the rules below; its parent (the enclosing step, else the step
@@ -52,6 +55,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from .context import directs, is_context_heading
 
 __all__ = ["ProposalNote", "Proposals", "propose_heuristic", "suggest_id", "suggest_type"]
 
@@ -397,8 +402,21 @@ def _own_node(b: _Builder, item: _Item, parent_id: str | None, intent: _Item | N
     return b.node(kind, item.start, item.end, parent_id, confidence, why, required=not optional)
 
 
-def _place(b: _Builder, item: _Item, parent_id: str | None, intent: _Item | None) -> None:
-    """Create the node(s) of ``item`` below ``parent_id``; then its children."""
+def _place(
+    b: _Builder, item: _Item, parent_id: str | None, intent: _Item | None, context: bool = False
+) -> None:
+    """Create the node(s) of ``item`` below ``parent_id``; then its children.
+
+    ``context``: ``item`` lies in a framing section (Purpose, Scope, ...; see
+    :mod:`matching.context`), where only sentences that direct someone become nodes.
+    """
+    quote = b.text[item.start : item.end]
+    if item is not intent and item.kind == "heading" and is_context_heading(quote):
+        context = True
+    if context and (item.kind == "heading" or not directs(quote)):
+        for child in item.children:
+            _place(b, child, parent_id, intent, context)
+        return
     own_id = _own_node(b, item, parent_id, intent)
     item.node_id = own_id
     children = list(item.children)
@@ -411,7 +429,7 @@ def _place(b: _Builder, item: _Item, parent_id: str | None, intent: _Item | None
     below = own_id if own_id is not None else parent_id
     previous_step: _Item | None = None
     for child in children:
-        _place(b, child, below, intent)
+        _place(b, child, below, intent, context)
         if child.kind == "numbered" and child.node_id and not _is_branch(b, child.node_id):
             if previous_step is not None and previous_step.node_id:
                 b.edge(previous_step.node_id, child.node_id, "enables")

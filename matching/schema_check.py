@@ -12,14 +12,16 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fastjsonschema
-import jsonschema
 
 from .errors import ContractEvalError, json_path
 
 __all__ = ["check_schema", "schema", "schema_errors"]
+
+if TYPE_CHECKING:
+    import jsonschema
 
 _HERE = Path(__file__).resolve().parent
 
@@ -43,6 +45,10 @@ def schema(name: str) -> dict[str, Any]:
 
 @cache
 def _validator(name: str) -> jsonschema.protocols.Validator:
+    # jsonschema only explains a rejection; a valid document never loads it, so neither
+    # does a process (the web app) that merely imports the formats.
+    import jsonschema
+
     cls = jsonschema.Draft202012Validator
     return cls(schema(name), format_checker=None)
 
@@ -129,12 +135,14 @@ def check_schema(doc: Any, name: str, *, file: str | None = None) -> None:
     except fastjsonschema.JsonSchemaException:
         pass
     validator = _validator(name)
-    err = jsonschema.exceptions.best_match(validator.iter_errors(doc))
+    from jsonschema.exceptions import best_match
+
+    err = best_match(validator.iter_errors(doc))
     if err is None:
         return
     # A deep oneOf/anyOf failure names its most specific sub-error.
     while err.context:
-        deeper = jsonschema.exceptions.best_match(err.context)
+        deeper = best_match(err.context)
         if deeper is None:
             break
         err = deeper

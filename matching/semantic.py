@@ -31,7 +31,7 @@ import numpy as np
 
 from .conditioning import Expected
 from .embed import encoder
-from .formats import Node, ObservedNode
+from .formats import Node, ObservedNode, node_texts_of_meta
 from .similarity import similarity_matrix, strip_role_tag, tokens
 
 SPEECH_ACTS = ("call", "ask", "confirm", "refuse", "inform", "decide")
@@ -46,16 +46,6 @@ _CALL = re.compile(r"^[A-Za-z_][\w.-]*\(")
 _CODE_PUNCT = re.compile(r"[()=\"',:{}\[\]]")
 _SENT = re.compile(r"[^.!?\n]+[.!?]*")
 _TOOL_QUOTE = re.compile(r"^\[tool\] |^([A-Za-z_][\w.-]*)\(")
-
-
-def node_texts_of_meta(meta: dict) -> list[str]:
-    """The enactment texts of a node's ``meta`` (string or list; others ignored)."""
-    e = meta.get("enactment")
-    if isinstance(e, str):
-        return [e] if e.strip() else []
-    if isinstance(e, list):
-        return [x for x in e if isinstance(x, str) and x.strip()]
-    return []
 
 
 def polarity(text: str) -> bool:

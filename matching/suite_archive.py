@@ -56,20 +56,52 @@ def extract_suite_zip(
     ...
     matching.suite_archive.SuiteArchiveError: unsafe path in the archive: '../evil.json'
     """
-    if len(archive) > max_bytes:
-        raise SuiteArchiveError(
-            f"the archive is {len(archive):,} bytes; the limit is {max_bytes:,}"
-        )
-    try:
-        zf = zipfile.ZipFile(io.BytesIO(archive))
-    except zipfile.BadZipFile:
-        raise SuiteArchiveError("not a zip archive") from None
-    with zf:
+    with _open_zip(archive, max_bytes) as zf:
         wanted = _suite_members(zf)
         dest.mkdir(parents=True, exist_ok=True)
         (dest / "contracts").mkdir(exist_ok=True)
         _unpack(zf, wanted, dest, max_unpacked)
     return dest
+
+
+def check_suite_zip(
+    archive: bytes,
+    *,
+    max_bytes: int = SUITE_ARCHIVE_MAX_BYTES,
+    max_unpacked: int = SUITE_UNPACKED_MAX_BYTES,
+) -> int:
+    """The checks of :func:`extract_suite_zip` that need no unpacking; the case count
+    is not known yet, so this returns the number of contract files.
+
+    It reads the zip's directory only (milliseconds for any archive within the limits),
+    so a web form can refuse a bad upload at once and leave the unpacking, the audit of
+    the contracts and the reading of the cases to a worker. The sizes a zip declares can
+    lie: :func:`extract_suite_zip` checks the bytes it writes again.
+
+    >>> import io, zipfile
+    >>> buf = io.BytesIO()
+    >>> with zipfile.ZipFile(buf, "w") as zf:
+    ...     zf.writestr("suite/cases.jsonl", "{}")
+    ...     zf.writestr("suite/contracts/a.json", "{}")
+    >>> check_suite_zip(buf.getvalue())
+    1
+    """
+    with _open_zip(archive, max_bytes) as zf:
+        wanted = _suite_members(zf)
+    if sum(info.file_size for _, info in wanted) > max_unpacked:
+        raise SuiteArchiveError(f"the archive unpacks to more than {max_unpacked:,} bytes")
+    return sum(1 for rel, _ in wanted if rel.parts[0] == "contracts")
+
+
+def _open_zip(archive: bytes, max_bytes: int) -> zipfile.ZipFile:
+    if len(archive) > max_bytes:
+        raise SuiteArchiveError(
+            f"the archive is {len(archive):,} bytes; the limit is {max_bytes:,}"
+        )
+    try:
+        return zipfile.ZipFile(io.BytesIO(archive))
+    except zipfile.BadZipFile:
+        raise SuiteArchiveError("not a zip archive") from None
 
 
 def _suite_members(zf: zipfile.ZipFile) -> list[tuple[PurePosixPath, zipfile.ZipInfo]]:

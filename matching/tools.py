@@ -27,19 +27,22 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import ContractEvalError
-from .semantic import ALPHA
-from .similarity import sim, tokens
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MAX_BYTES = 1_000_000
 # OpenAI's own limit on function names.
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 BINDABLE_TYPES = ("action", "validation")
+# The least score a suggestion needs, measured on the suite by scripts/tool_threshold.py
+# (docs/engine.md, "Tool catalogues"): token similarity keeps the spec's candidate
+# threshold; the semantic blend scores unrelated texts higher, so it needs more.
 THRESHOLD = 0.35
+SEMANTIC_THRESHOLD = 0.50
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
@@ -191,6 +194,8 @@ def catalogue_document(tools: Sequence[Tool]) -> list[dict[str, Any]]:
 
 
 def _cosines(encoder: Encoder, left: list[str], right: list[str]) -> np.ndarray:
+    import numpy as np
+
     a = np.asarray(encoder.encode(left), dtype=np.float64)
     b = np.asarray(encoder.encode(right), dtype=np.float64)
     a /= np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
@@ -203,7 +208,7 @@ def suggest_bindings(
     tools: Sequence[Tool],
     *,
     encoder: Encoder | None = None,
-    threshold: float = THRESHOLD,
+    threshold: float | None = None,
 ) -> list[Suggestion]:
     """The best tool for each action or validation node, when it scores ``threshold``+.
 
@@ -214,8 +219,9 @@ def suggest_bindings(
     tools : sequence of Tool
     encoder : object with ``encode(texts) -> array``, optional
         A sentence encoder (``matching.embed.encoder()``); without it only tokens count.
-    threshold : float
-        The least score suggested (the candidate threshold of ALGORITHMS.md §2).
+    threshold : float, optional
+        The least score suggested; by default :data:`THRESHOLD` for tokens and
+        :data:`SEMANTIC_THRESHOLD` with an encoder (both measured, docs/engine.md).
 
     Returns
     -------
@@ -230,6 +236,13 @@ def suggest_bindings(
     >>> suggest_bindings(nodes, tools)
     [Suggestion(node_id='r', tool='issue_refund', score=0.833333)]
     """
+    # The similarity (numpy, and the embedding's blend) loads here, on the first
+    # suggestion: reading and writing a catalogue, all the web app's forms need, stays light.
+    import numpy as np
+
+    from .semantic import ALPHA
+    from .similarity import sim, tokens
+
     bindable = [n for n in nodes if n.type in BINDABLE_TYPES]
     if not bindable or not tools:
         return []
@@ -242,6 +255,8 @@ def suggest_bindings(
         # The blend of semantic mode (matching.semantic), so a suggestion scores as the
         # matcher would score the node against a step describing the tool.
         scores = ALPHA * _cosines(encoder, node_texts, tool_texts) + (1 - ALPHA) * scores
+    if threshold is None:
+        threshold = THRESHOLD if encoder is None else SEMANTIC_THRESHOLD
     out = []
     for i, node in enumerate(bindable):
         j = int(np.argmax(scores[i]))

@@ -5,8 +5,7 @@ from __future__ import annotations
 from django import forms
 
 from ..fields import clean_pasted, read_upload
-from ..models import ExtractorName, InputKind, RunMode
-from ..services.batches import CONTRACTEVAL, EVALUATORS
+from ..models import CONTRACTEVAL, EVALUATORS, ExtractorName, InputKind, RunMode
 from ..services.common import ServiceError, llm_config
 from .workspace import MAX_TRACE_BYTES, NO_LLM_SHORT, _choice_field
 

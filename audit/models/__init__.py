@@ -23,6 +23,8 @@ from .contracts import (
 )
 from .projects import Membership, Project, Role
 from .runs import (
+    CONTRACTEVAL,
+    EVALUATORS,
     FAMILY_FIELDS,
     METRIC_FIELDS,
     Batch,
@@ -49,6 +51,8 @@ from .team import (
 )
 
 __all__ = [
+    "CONTRACTEVAL",
+    "EVALUATORS",
     "AnnotatorDecision",
     "Assignment",
     "AssignmentRole",

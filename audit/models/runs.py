@@ -7,7 +7,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
-from matching.evaluate import METRICS
+from matching.formats import METRICS
 
 from .contracts import Contract, Query
 from .projects import Project
@@ -192,6 +192,15 @@ class JudgeKind(models.TextChoices):
     EXPECTED = "expected", "LLM judge: expected graph"
 
 
+# What scores a batch: the engine itself, or one of the judge baselines (the form's
+# choices and the API's ``evaluator`` field; ``audit.services.batches.judge_of`` reads them).
+CONTRACTEVAL = "contracteval"
+EVALUATORS = [
+    (CONTRACTEVAL, "ContractEval (the engine: mode and extractor below)"),
+    *((f"judge-{v}", label) for v, label in JudgeKind.choices),
+]
+
+
 class BatchSource(models.TextChoices):
     FIXTURES = "fixtures", "Fixture suite"
     UPLOAD = "upload", "Uploaded suite"
@@ -221,7 +230,8 @@ class Batch(models.Model):
     llm_model = models.CharField("LLM model", max_length=200, blank=True, default="")
     llm_usage = models.JSONField(null=True, blank=True)
     verdicts = models.JSONField(null=True, blank=True, help_text="a judge's verdict per case")
-    # The suite's contract documents, audited on upload, so a chunk reads no archive.
+    # The suite's contract documents, audited by the worker (batch_prepare), so a chunk
+    # reads no archive.
     contracts = models.JSONField(default=dict, blank=True, editable=False)
     attempts = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(
@@ -250,6 +260,11 @@ class Batch(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in (RunStatus.DONE, RunStatus.FAILED)
+
+    @property
+    def is_preparing(self) -> bool:
+        """Queued, its suite not read yet: no cases counted (a read suite has some)."""
+        return not self.is_finished and self.total == 0
 
     @property
     def percent(self) -> int:

@@ -1,26 +1,29 @@
 """Reads of a finished batch's cases: one family's cases with their outcome (ALGORITHMS.md
 §6, the definitions of :func:`matching.suite.score`), and one case evaluated again for
-its overlay."""
+its overlay.
+
+The engine's suite scoring and evaluation (numpy, networkx) are imported by the
+functions that use them: the URLconf imports this module when the web app starts.
+"""
 
 from __future__ import annotations
 
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.http import Http404
 
 from matching.conditioning import condition
 from matching.errors import ContractEvalError
-from matching.evaluate import evaluate_detailed
 from matching.extractors import reextract
 from matching.model import FAMILIES, Case
-from matching.overlay import overlay_payload
-from matching.suite import CaseResult, detected, outcome
 
 from ..models import Batch, BatchChunk, ExtractorName
-from ..services.chunks import case_results, chunk_suite
+
+if TYPE_CHECKING:
+    from matching.suite import CaseResult
 
 CLEAN = "clean"
 # The drill-down "families": the perturbation families and the clean cases flagged.
@@ -46,12 +49,16 @@ class FamilyCases:
 
 
 def _results(batch: Batch):
+    from ..services.chunks import case_results
+
     for chunk in BatchChunk.objects.filter(batch=batch).only("index", "results"):
         yield from case_results(chunk)
 
 
 def _clean_outcome(r: CaseResult) -> str | None:
     """A clean case the evaluator did not pass: ``"flagged"``, ``"errored"`` or None."""
+    from matching.suite import detected
+
     if r.verdict is None:
         return "errored"
     return "flagged" if detected(r) else None
@@ -62,6 +69,8 @@ def batch_family_cases(batch: Batch, family: str) -> FamilyCases:
 
     Raises Http404 for a name that is neither a family nor ``"clean"``.
     """
+    from matching.suite import outcome
+
     if family not in DRILL_FAMILIES:
         raise Http404("no such family")
     locations = not batch.judge
@@ -89,6 +98,8 @@ class CaseView:
 
 def _find(batch: Batch, case_id: str) -> tuple[Case, CaseResult, Any]:
     """The case, its stored result and its (audited) contract."""
+    from ..services.chunks import case_results, chunk_suite
+
     for chunk in BatchChunk.objects.filter(batch=batch).only("index", "results", "cases"):
         hit = next((r for r in case_results(chunk) if r.id == case_id), None)
         if hit is None:
@@ -103,6 +114,9 @@ def _find(batch: Batch, case_id: str) -> tuple[Case, CaseResult, Any]:
 def batch_case_view(batch: Batch, case_id: str) -> CaseView:
     """Case ``case_id`` of ``batch`` evaluated as the batch did (mode and extractor), with
     the overlay payload of that evaluation; Http404 when the batch has no such case."""
+    from matching.evaluate import evaluate_detailed
+    from matching.overlay import overlay_payload
+
     case, result, contract = _find(batch, case_id)
     note = ""
     extractor = batch.extractor

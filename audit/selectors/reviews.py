@@ -7,14 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from django.db.models import Max, Min, Q
-
-from matching.validate import Audit
 
 from ..models import Contract, Invariant, Node, ReviewStatus, Span
 from .contracts import ContractRows, node_rows
 from .workspace import OutlineRow, Segment, contract_audit, outline_order, segments, status_counts
+
+if TYPE_CHECKING:
+    from matching.validate import Audit
 
 
 @dataclass

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from matching.semantic import node_texts_of_meta
-from matching.similarity import strip_role_tag
+from matching.formats import node_texts_of_meta
+from matching.trace import strip_tag
 
 from ..models import Contract, Enactment, Run, RunCorrection
 
@@ -64,7 +64,7 @@ def step_text(overlay: dict[str, Any], step_id: str) -> str:
     text = overlay.get("trace", {}).get("text", "")
     for o in overlay.get("observed", []):
         if o["id"] == step_id:
-            quotes = (strip_role_tag(text[s["start"] : s["end"]]) for s in o["spans"])
+            quotes = (strip_tag(text[s["start"] : s["end"]]) for s in o["spans"])
             return " ".join(q.strip() for q in quotes if q.strip())
     return ""
 

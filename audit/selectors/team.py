@@ -13,7 +13,6 @@ from typing import Any
 from django.db.models import Count, Q
 
 from matching.agreement import compare
-from matching.validate import audit_contract
 
 from ..models import (
     AnnotatorDecision,
@@ -64,6 +63,8 @@ def contract_progress(contract: Contract, user: Any = None) -> Progress:
             .exclude(review_status=ReviewStatus.PROPOSED)
             .count()
         )
+    from matching.validate import audit_contract  # networkx: loaded on use, not at start-up
+
     errors = len(audit_contract(contract_document(contract)).errors)
     return Progress(reviewed, total, errors)
 
@@ -107,6 +108,8 @@ def progress_by_contract(contracts: list[Contract]) -> dict[int, Progress]:
         .values("contract")
         .annotate(total=Count("pk"), open=Count("pk", filter=Q(review_status="proposed")))
     }
+    from matching.validate import audit_contract  # networkx: loaded on use, not at start-up
+
     out = {}
     for c in contracts:
         row = counts.get(c.pk, {"total": 0, "open": 0})

@@ -6,7 +6,6 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from matching.embed import ModelMissing, encoder
 from matching.tools import BINDABLE_TYPES, NodeText, Tool, parse_tools, suggest_bindings
 
 from ..models import Contract, Node, ReviewStatus
@@ -29,6 +28,8 @@ class SuggestionRow:
 
 def _encoder() -> Any:
     """The sentence encoder when its model is installed; suggestions never need it."""
+    from matching.embed import ModelMissing, encoder  # numpy: loaded on use
+
     try:
         return encoder()
     except ModelMissing:

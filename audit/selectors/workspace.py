@@ -9,14 +9,13 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.cache import cache
 
 from matching.conditioning import Expected, condition
 from matching.errors import ContractEvalError
 from matching.formats import contract_from_data
-from matching.validate import Audit, audit_contract
 
 from ..models import (
     AuditRecord,
@@ -30,6 +29,9 @@ from ..models import (
     ReviewStatus,
 )
 from .contracts import ContractRows, document_from_rows, export_rows, revision_stamp
+
+if TYPE_CHECKING:
+    from matching.validate import Audit
 
 HISTORY_LIMIT = 100
 
@@ -182,6 +184,9 @@ def cached_audit(doc: dict[str, Any]) -> Audit:
     key = "ce-audit:" + hashlib.sha256(body.encode()).hexdigest()
     audit = cache.get(key)
     if audit is None:
+        # the validator (networkx, jsonschema) loads with the first audit, not at start-up
+        from matching.validate import audit_contract
+
         audit = audit_contract(doc)
         cache.set(key, audit, AUDIT_CACHE_SECONDS)
     return audit
@@ -200,6 +205,8 @@ def audit_rows(rows: ContractRows) -> Audit:
     key = f"ce-audit:{rows.stamp}"
     audit = cache.get(key)
     if audit is None:
+        from matching.validate import audit_contract  # loads with the first audit
+
         audit = audit_contract(document_from_rows(rows))
         cache.set(key, audit, AUDIT_CACHE_SECONDS)
     return audit

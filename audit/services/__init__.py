@@ -5,92 +5,154 @@ contract may change (an audited contract is read-only), write, and record the va
 before and after. They raise :class:`ServiceError` with a message fit for the user.
 One module per concern; this package re-exports their public names, so callers write
 ``services.node_confirm(...)`` without knowing which room holds it.
+
+The names load on first use (PEP 562): the services import the engine (networkx, numpy,
+jsonschema), which the web app's start-up (settings, URLconf, ``manage.py check``) does
+not need, so it is paid by the first request that calls a service instead.
 """
 
-from .adjudication import adjudication_start, curation_choose, decisions_by_user
-from .batches import (
-    CONTRACTEVAL,
-    EVALUATORS,
-    NO_LLM_FOR_JUDGES,
-    batch_create,
-    batch_execute,
-    fixture_suite_dir,
-    judge_of,
-)
-from .comments import comment_create, comment_set_resolved
-from .common import LLMRetry, ServiceError, llm_config
-from .contracts import (
-    CONTRACT_DETAILS,
-    contract_create,
-    contract_import,
-    contract_mark_audited,
-    contract_new_version,
-    contract_start,
-    contract_submit_for_review,
-    contract_update_details,
-)
-from .edges import edge_create, edge_delete
-from .invariants import invariant_create, invariant_delete, invariant_update
-from .nodes import (
-    node_add_evidence,
-    node_confirm,
-    node_create,
-    node_reject,
-    node_update,
-    span_delete,
-)
-from .proposals import (
-    PROPOSERS,
-    ProposalRetry,
-    contract_apply_proposals,
-    contract_request_proposals,
-    proposal_run_execute,
-)
-from .queries import query_delete, query_document, query_save
-from .runs import NO_LLM_FOR_INVARIANTS, input_hash, run_create, run_execute, run_retry
-from .teaching import enactment_delete, run_pair, run_unpair
-from .team import (
-    assignment_create,
-    assignment_delete,
-    decision_record,
-    double_annotation_set,
-)
-from .tools import (
-    root_intent,
-    tool_binding_confirm,
-    tool_catalogue_import,
-    tools_declare_read_only,
-)
-from .verdicts import verdict_record
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:
+    from .adjudication import adjudication_start, curation_choose, decisions_by_user
+    from .batches import (
+        CONTRACTEVAL,
+        EVALUATORS,
+        NO_LLM_FOR_JUDGES,
+        batch_create,
+        batch_execute,
+        batch_prepare,
+        fixture_suite_dir,
+        judge_of,
+    )
+    from .comments import comment_create, comment_set_resolved
+    from .common import LLMRetry, ServiceError, llm_config
+    from .contracts import (
+        CONTRACT_DETAILS,
+        contract_create,
+        contract_import,
+        contract_mark_audited,
+        contract_new_version,
+        contract_start,
+        contract_submit_for_review,
+        contract_update_details,
+    )
+    from .edges import edge_create, edge_delete
+    from .invariants import invariant_create, invariant_delete, invariant_update
+    from .nodes import (
+        node_add_evidence,
+        node_confirm,
+        node_create,
+        node_reject,
+        node_update,
+        span_delete,
+    )
+    from .proposals import (
+        PROPOSERS,
+        ProposalRetry,
+        contract_apply_proposals,
+        contract_request_proposals,
+        proposal_run_execute,
+    )
+    from .queries import query_delete, query_document, query_save
+    from .runs import NO_LLM_FOR_INVARIANTS, input_hash, run_create, run_execute, run_retry
+    from .teaching import enactment_delete, run_pair, run_unpair
+    from .team import (
+        assignment_create,
+        assignment_delete,
+        decision_record,
+        double_annotation_set,
+    )
+    from .tools import (
+        root_intent,
+        tool_binding_confirm,
+        tool_catalogue_import,
+        tools_declare_read_only,
+    )
+    from .verdicts import verdict_record
+
+# public name -> the module of this package that defines it
+_LAZY = {
+    "CONTRACTEVAL": "batches",
+    "CONTRACT_DETAILS": "contracts",
+    "EVALUATORS": "batches",
+    "LLMRetry": "common",
+    "NO_LLM_FOR_INVARIANTS": "runs",
+    "NO_LLM_FOR_JUDGES": "batches",
+    "PROPOSERS": "proposals",
+    "ProposalRetry": "proposals",
+    "ServiceError": "common",
+    "adjudication_start": "adjudication",
+    "assignment_create": "team",
+    "assignment_delete": "team",
+    "batch_create": "batches",
+    "batch_execute": "batches",
+    "batch_prepare": "batches",
+    "comment_create": "comments",
+    "comment_set_resolved": "comments",
+    "contract_apply_proposals": "proposals",
+    "contract_create": "contracts",
+    "contract_import": "contracts",
+    "contract_mark_audited": "contracts",
+    "contract_new_version": "contracts",
+    "contract_request_proposals": "proposals",
+    "contract_start": "contracts",
+    "contract_submit_for_review": "contracts",
+    "contract_update_details": "contracts",
+    "curation_choose": "adjudication",
+    "decision_record": "team",
+    "decisions_by_user": "adjudication",
+    "double_annotation_set": "team",
+    "edge_create": "edges",
+    "edge_delete": "edges",
+    "enactment_delete": "teaching",
+    "fixture_suite_dir": "batches",
+    "input_hash": "runs",
+    "invariant_create": "invariants",
+    "invariant_delete": "invariants",
+    "invariant_update": "invariants",
+    "judge_of": "batches",
+    "llm_config": "common",
+    "node_add_evidence": "nodes",
+    "node_confirm": "nodes",
+    "node_create": "nodes",
+    "node_reject": "nodes",
+    "node_update": "nodes",
+    "proposal_run_execute": "proposals",
+    "query_delete": "queries",
+    "query_document": "queries",
+    "query_save": "queries",
+    "root_intent": "tools",
+    "run_create": "runs",
+    "run_execute": "runs",
+    "run_pair": "teaching",
+    "run_retry": "runs",
+    "run_unpair": "teaching",
+    "span_delete": "nodes",
+    "tool_binding_confirm": "tools",
+    "tool_catalogue_import": "tools",
+    "tools_declare_read_only": "tools",
+    "verdict_record": "verdicts",
+}
 __all__ = [
-    "root_intent",
-    "tool_binding_confirm",
-    "tool_catalogue_import",
-    "tools_declare_read_only",
-    "enactment_delete",
-    "run_pair",
-    "run_unpair",
-    "double_annotation_set",
-    "decisions_by_user",
-    "decision_record",
-    "curation_choose",
-    "comment_set_resolved",
-    "comment_create",
-    "assignment_delete",
-    "assignment_create",
-    "adjudication_start",
     "CONTRACTEVAL",
     "CONTRACT_DETAILS",
     "EVALUATORS",
+    "LLMRetry",
     "NO_LLM_FOR_INVARIANTS",
     "NO_LLM_FOR_JUDGES",
     "PROPOSERS",
-    "LLMRetry",
     "ProposalRetry",
     "ServiceError",
+    "adjudication_start",
+    "assignment_create",
+    "assignment_delete",
     "batch_create",
     "batch_execute",
+    "batch_prepare",
+    "comment_create",
+    "comment_set_resolved",
     "contract_apply_proposals",
     "contract_create",
     "contract_import",
@@ -100,8 +162,13 @@ __all__ = [
     "contract_start",
     "contract_submit_for_review",
     "contract_update_details",
+    "curation_choose",
+    "decision_record",
+    "decisions_by_user",
+    "double_annotation_set",
     "edge_create",
     "edge_delete",
+    "enactment_delete",
     "fixture_suite_dir",
     "input_hash",
     "invariant_create",
@@ -118,9 +185,28 @@ __all__ = [
     "query_delete",
     "query_document",
     "query_save",
+    "root_intent",
     "run_create",
     "run_execute",
+    "run_pair",
     "run_retry",
+    "run_unpair",
     "span_delete",
+    "tool_binding_confirm",
+    "tool_catalogue_import",
+    "tools_declare_read_only",
     "verdict_record",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

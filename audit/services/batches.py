@@ -1,8 +1,9 @@
 """Suite batches: every case of the fixture suite or an uploaded suite archive, scored
 by the engine or by an LLM judge baseline.
 
-The upload is checked and its contracts audited once, here; its case lines are cut
-into chunks (:mod:`.chunks`), one task each, so any number of workers share a batch.
+The upload's shape is checked here, in the request; the worker then audits its
+contracts once and cuts its case lines into chunks (:func:`batch_prepare`,
+:mod:`.chunks`), one task each, so any number of workers share a batch.
 Progress is the sum of the chunks'; the chunk that finishes last scores the batch
 (:func:`batch_finalize`). :func:`batch_execute` runs every chunk in this process
 (the tests, where tasks run eagerly)."""
@@ -27,16 +28,17 @@ from matching.errors import ContractEvalError
 from matching.llm.config import LLMConfig
 from matching.llm.judge import JUDGES
 from matching.suite import CaseResult, score
-from matching.suite_archive import SuiteArchiveError, extract_suite_zip
+from matching.suite_archive import SuiteArchiveError, check_suite_zip, extract_suite_zip
 from matching.validate import load_contract
 
 from .. import enqueue
 from ..models import (
+    CONTRACTEVAL,
+    EVALUATORS,
     Batch,
     BatchChunk,
     BatchSource,
     ExtractorName,
-    JudgeKind,
     Project,
     RunMode,
     RunStatus,
@@ -119,13 +121,6 @@ def _check_options(mode: str, extractor: str) -> None:
     require_semantic_model(mode)
 
 
-CONTRACTEVAL = "contracteval"
-EVALUATORS = [
-    (CONTRACTEVAL, "ContractEval (the engine: mode and extractor below)"),
-    *((f"judge-{v}", label) for v, label in JudgeKind.choices),
-]
-
-
 def judge_of(evaluator: str) -> str:
     """The judge kind of an evaluator choice (``""`` for ContractEval itself)."""
     if evaluator in ("", CONTRACTEVAL):
@@ -169,15 +164,23 @@ def batch_create(
     if config is not None:
         mode, extractor = RunMode.ORACLE, ExtractorName.NONE  # not used by a judge
     _check_options(mode, extractor)
+    # Only what needs no reading of the suite happens here, so the request answers at
+    # once: the worker unpacks it, audits its contracts and cuts its cases into chunks
+    # (batch_prepare) while the batch page shows "Preparing".
     if archive is None:
         folder = fixture_suite_dir()
         if not (folder / "cases.jsonl").is_file():
             raise ServiceError("no fixture suite here (fixtures/suite or fixtures/clean)")
-        contracts, lines = _read_suite(folder)
         source, label, digest = BatchSource.FIXTURES, f"fixtures/{folder.name}", ""
     else:
-        with tempfile.TemporaryDirectory(prefix="ce-suite-") as tmp:
-            contracts, lines = _read_suite(unpack_suite(archive, Path(tmp) / "suite"))
+        try:
+            check_suite_zip(
+                archive,
+                max_bytes=settings.SUITE_UPLOAD_MAX_BYTES,
+                max_unpacked=settings.SUITE_UNPACKED_MAX_BYTES,
+            )
+        except SuiteArchiveError as exc:
+            raise ServiceError(str(exc)) from None
         source, label = BatchSource.UPLOAD, (name or "uploaded suite")[:300]
         digest = hashlib.sha256(archive).hexdigest()
     with transaction.atomic():
@@ -191,16 +194,50 @@ def batch_create(
             extractor=extractor,
             judge=judge,
             llm_model=_llm_model(config, extractor),
-            total=len(lines),
-            contracts=contracts,
             created_by=actor(user),
         )
+        enqueue.batch_on_commit(batch.pk)
+    logger.info("batch %s queued: %s", batch.pk, label)
+    return batch
+
+
+def batch_prepare(*, batch_id: int) -> Batch:
+    """Read a queued batch's suite: audit its contracts, cut its cases into chunks.
+
+    Runs in the worker, first thing of the batch's task; a batch that has its chunks
+    already is left as it is (the task delivered again). A suite that cannot be read (a
+    contract that fails its audit, no cases, a bad archive) fails the batch with the
+    reason, which its page shows.
+    """
+    batch = Batch.objects.defer("archive", "contracts").get(pk=batch_id)
+    if batch.is_finished or batch.chunks.exists():
+        return batch
+    try:
+        if batch.source == BatchSource.FIXTURES:
+            contracts, lines = _read_suite(fixture_suite_dir())
+        else:
+            archive = Batch.objects.values_list("archive", flat=True).get(pk=batch_id)
+            if archive is None:
+                raise ServiceError("the uploaded archive is missing")
+            with tempfile.TemporaryDirectory(prefix="ce-suite-") as tmp:
+                contracts, lines = _read_suite(unpack_suite(bytes(archive), Path(tmp) / "suite"))
+    except ServiceError as exc:
+        Batch.objects.filter(pk=batch_id, status=RunStatus.QUEUED).update(
+            status=RunStatus.FAILED, error=str(exc), finished_at=timezone.now()
+        )
+        logger.warning("batch %s refused its suite: %s", batch_id, exc)
+        return Batch.objects.get(pk=batch_id)
+    with transaction.atomic():
+        batch = Batch.objects.select_for_update().defer("archive").get(pk=batch_id)
+        if batch.is_finished or batch.chunks.exists():
+            return batch
+        batch.contracts, batch.total = contracts, len(lines)
+        batch.save(update_fields=["contracts", "total"])
         chunks = chunk_rows(lines)
         for chunk in chunks:
             chunk.batch = batch
         BatchChunk.objects.bulk_create(chunks)
-        enqueue.batch_on_commit(batch.pk)
-    logger.info("batch %s created: %s, %s cases", batch.pk, label, len(lines))
+    logger.info("batch %s prepared: %s cases in %s chunks", batch_id, len(lines), len(chunks))
     return batch
 
 
@@ -232,6 +269,8 @@ def batch_execute(*, batch_id: int, final_attempt: bool = True) -> Batch:
     For the tests (tasks run in-process) and for a batch whose chunk tasks were lost.
     A transient LLM failure raises :class:`LLMRetry` with the remaining chunks queued.
     """
+    if batch_prepare(batch_id=batch_id).is_finished:
+        return Batch.objects.get(pk=batch_id)
     for chunk_id in batch_pending_chunks(batch_id=batch_id):
         chunk_execute(chunk_id=chunk_id, final_attempt=final_attempt)
     return batch_finalize(batch_id=batch_id)

@@ -48,7 +48,8 @@ def _segment(s, oob: bool) -> str:
     if s.css:
         return (
             f'<span id="s{s.start}" data-s="{s.start}" class="{escape(s.css)}"'
-            f' data-n="{escape(s.nodes)}" data-p="{escape(s.primary)}"{swap}>'
+            f' data-n="{escape(s.nodes)}" data-p="{escape(s.primary)}"'
+            f' tabindex="0" role="button"{swap}>'
             f"{escape(s.text)}</span>"
         )
     return f'<span id="s{s.start}" data-s="{s.start}"{swap}>{escape(s.text)}</span>'

@@ -21,11 +21,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from .errors import short
+
+if TYPE_CHECKING:
+    import jsonschema
 
 __all__ = ["Check", "parse_answer", "strip_fences"]
 
@@ -86,7 +87,10 @@ def parse_answer(
             f" the answer began {short(text, 80)!r}",
             "not_json",
         )
-    err = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    # loaded by the first answer, not by importing the LLM client (the web app's start-up)
+    from jsonschema.exceptions import best_match
+
+    err = best_match(validator.iter_errors(data))
     if err is not None:
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
         return None, f"schema violation at ${where}: {short(err.message)}", "schema_mismatch"

@@ -43,8 +43,6 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import jsonschema
-
 if TYPE_CHECKING:  # the SDK takes ~0.3 s to import: loaded when a client is built
     import openai
 
@@ -194,7 +192,10 @@ class LLMClient:
             {"role": "system", "content": f"{system}\n\n{SYSTEM_GUARD}"},
             {"role": "user", "content": user},
         ]
-        validator = jsonschema.Draft202012Validator(schema)
+        # imported by the first call, not by importing the client (the web app's start-up)
+        from jsonschema import Draft202012Validator
+
+        validator = Draft202012Validator(schema)
         deadline = self._transport.clock() + self.config.deadline
         attempt = 0
         problem = content = kind = ""

@@ -12,6 +12,11 @@
  * Or declaratively (no inline script): <div data-contracteval-overlay="payload-script-id">,
  * where the id names a <script type="application/json"> (Django's json_script).
  *
+ * Pairing in the graph: with data-teach="<id>" naming the run page's correction box (its
+ * pair form and unpair forms), a "Pair steps" button draws the observed steps under the
+ * graph; click a free step and then the obligation it enacts, or a pairing line, and
+ * confirm: the same form the reviewer could fill in by hand is submitted.
+ *
  * Every piece of user text (labels, artifact, trace, details) is inserted with text nodes;
  * nothing here assigns innerHTML.
  */
@@ -570,6 +575,25 @@
       },
       { selector: "edge.sel", style: { "line-color": "#2453c9", "target-arrow-color": "#2453c9", width: 3 } },
       { selector: "edge.violation.sel", style: { "line-color": "#c8261b", "target-arrow-color": "#c8261b" } },
+      {
+        selector: "node.obs",
+        style: { shape: "round-rectangle", "background-color": "#ffffff", "border-color": "#5d6472", color: "#1f2430", "border-style": "dashed" },
+      },
+      { selector: "node.obs-free", style: { "border-color": "#9a5b00", "border-width": 2, "border-style": "solid" } },
+      { selector: "node.pick", style: { "underlay-color": "#9a5b00", "underlay-opacity": 0.3, "underlay-padding": 8, "border-width": 3 } },
+      {
+        selector: "edge.pairing",
+        style: {
+          "curve-style": "straight",
+          "line-style": "dashed",
+          "line-dash-pattern": [4, 3],
+          "line-color": "#2453c9",
+          "target-arrow-color": "#2453c9",
+          width: 2.5,
+          "z-index": 15,
+        },
+      },
+      { selector: "edge.pairing.pick", style: { width: 4, "line-color": "#b3261e", "target-arrow-color": "#b3261e" } },
     ];
     for (const [state, [fill, border, ink]] of Object.entries(STATE_COLORS)) {
       st.splice(3, 0, {
@@ -761,7 +785,11 @@
       h("button", { type: "button", class: "ce-btn", title: "Zoom in", "aria-label": "Zoom in", onclick: () => this.zoomBy(1.25), text: "+" }),
       h("button", { type: "button", class: "ce-btn", title: "Zoom out", "aria-label": "Zoom out", onclick: () => this.zoomBy(0.8), text: "\u2212" }),
       this.collapseBtn,
+      this.opts.teach ? this.teachButton() : null,
       (this.stat = h("span", { class: "ce-muted ce-stat" })),
+      // always there when pairing is offered, and of a fixed height: the graph's pane
+      // keeps its size (and its zoom) while the messages change
+      this.opts.teach ? (this.teachBar = h("div", { class: "ce-teach", "aria-live": "polite", "data-testid": "teach-bar" })) : null,
     ]);
     this.details = h("div", { class: "ce-details", "aria-live": "polite" });
     const centre = h("section", { class: "ce-centre" }, [
@@ -808,7 +836,9 @@
     root.appendChild(header);
     root.appendChild(h("div", { class: "ce-body" }, [side, centre, right]));
     root.addEventListener("keydown", (ev) => {
-      if (ev.key === "Escape") this.clear();
+      if (ev.key !== "Escape") return;
+      this.clear();
+      if (this.teaching) this.teachPrompt();
     });
     this.showDetails(null);
     this.drawGraph();
@@ -892,6 +922,8 @@
         this.root.setAttribute("data-layout", "grid");
       }
     }
+    if (this.teaching) this.drawSteps(cy);
+    if (this.opts.teach && !this.teachBar.firstChild) this.teachPrompt();
     this.fit();
     // Fit again whenever the graph's pane changes size (window resize, panes moved);
     // the size the first layout saw may not be the one the page settles on.
@@ -909,13 +941,19 @@
       this.resizeObserver.observe(cy.container());
     }
 
-    cy.on("tap", "node", (ev) => this.select("node", this.drawnToPayload(ev.target.id())));
+    cy.on("tap", "node", (ev) => {
+      if (this.teaching && this.teachTap(ev.target)) return;
+      this.select("node", this.drawnToPayload(ev.target.id()));
+    });
     cy.on("tap", "edge", (ev) => {
+      if (this.teaching && this.teachTap(ev.target)) return;
       const eid = ev.target.data("eid");
       if (eid) this.select("edge", eid);
     });
     cy.on("tap", (ev) => {
-      if (ev.target === cy) this.clear();
+      if (ev.target !== cy) return;
+      this.clear();
+      if (this.teaching) this.teachPrompt();
     });
     cy.on("mouseover", "node, edge", (ev) => this.showTip(ev));
     cy.on("mouseout", "node, edge", () => (this.tip.hidden = true));
@@ -1172,6 +1210,163 @@
     }
   };
 
+
+  // ------------------------------------------------------------------ pairing in the graph
+  /* What the correction box offers (its forms are the source of truth and the keyboard
+   * path): the steps that may be paired, the obligations, the current pairings. */
+  function readTeach(box) {
+    const pairForm = box && box.querySelector("form[data-testid=pair-form]");
+    if (!pairForm) return null;
+    const stepSelect = pairForm.querySelector("select[name=observed]");
+    const obSelect = pairForm.querySelector("select[name=expected]");
+    const unpairForms = Array.from(box.querySelectorAll("form[data-testid=unpair-form]"));
+    return {
+      steps: Array.from(stepSelect.options).map((o) => o.value),
+      obligations: new Set(Array.from(obSelect.options).map((o) => o.value)),
+      pairs: unpairForms.map((f) => ({ expected: f.getAttribute("data-expected"), observed: f.getAttribute("data-observed") })),
+      pair(observed, expected) {
+        stepSelect.value = observed;
+        obSelect.value = expected;
+        pairForm.requestSubmit();
+      },
+      unpair(expected) {
+        const f = unpairForms.find((x) => x.getAttribute("data-expected") === expected);
+        if (f) f.requestSubmit();
+      },
+    };
+  }
+
+  Overlay.prototype.teachButton = function () {
+    this.teaching = false;
+    this.teachBtn = h("button", {
+      type: "button",
+      class: "ce-btn",
+      "aria-pressed": "false",
+      "data-testid": "teach-toggle",
+      title: "Draw the observed steps to pair or unpair them in the graph",
+      onclick: () => {
+        this.teaching = !this.teaching;
+        this.pick = null;
+        this.teachBtn.setAttribute("aria-pressed", String(this.teaching));
+        this.root.setAttribute("data-teaching", String(this.teaching));
+        this.drawGraph();
+        this.teachPrompt();
+      },
+      text: "Pair steps",
+    });
+    return this.teachBtn;
+  };
+
+  /* The steps of the correction box, in trace order, drawn in rows under the graph, and a
+   * pairing line from each paired step to its obligation. */
+  Overlay.prototype.drawSteps = function (cy) {
+    const t = this.opts.teach;
+    const free = new Set(t.steps);
+    const pairedTo = new Map(t.pairs.map((p) => [p.observed, p.expected]));
+    const order = this.p.observed.map((o) => o.id).filter((id) => free.has(id) || pairedTo.has(id));
+    const bb = cy.nodes().boundingBox();
+    const gap = 190;
+    // a row a little wider than the graph, so that the lines to the graph stay short
+    const perRow = Math.max(3, Math.min(8, Math.ceil(bb.w / gap) + 1));
+    order.forEach((id, i) => {
+      const o = this.obs.get(id);
+      const label = id + " \u00b7 " + truncate(o ? o.label : "", 40);
+      const size = nodeSize(label, true);
+      cy.add({
+        group: "nodes",
+        data: { id: "obs:" + id, step: id, label: label, w: Math.min(size.w, 170), h: size.h, shape: "round-rectangle" },
+        classes: "obs " + (free.has(id) ? "obs-free" : "obs-paired"),
+        position: { x: bb.x1 + (i % perRow) * gap + 85, y: bb.y2 + 80 + Math.floor(i / perRow) * 70 },
+      });
+    });
+    for (const p of t.pairs) {
+      const target = this.shownAs.get(p.expected);
+      if (!target || !cy.getElementById("obs:" + p.observed).length) continue;
+      cy.add({
+        group: "edges",
+        data: { id: "pair:" + p.expected, source: "obs:" + p.observed, target: target, pairExpected: p.expected, pairObserved: p.observed },
+        classes: "pairing",
+      });
+    }
+    this.root.setAttribute("data-teach-steps", String(order.length));
+  };
+
+  /* A tap while pairing: true when it was a pairing gesture (else the usual selection). */
+  Overlay.prototype.teachTap = function (el) {
+    const t = this.opts.teach;
+    if (el.isEdge()) {
+      if (!el.hasClass("pairing")) return false;
+      const e = el.data("pairExpected");
+      const o = el.data("pairObserved");
+      this.markPick(el);
+      this.teachConfirm("Unpair step " + o + " from obligation " + e + "?", "Unpair", () => t.unpair(e));
+      return true;
+    }
+    if (el.hasClass("obs")) {
+      const step = el.data("step");
+      if (el.hasClass("obs-paired")) {
+        this.teachPrompt("Step " + step + " is paired: click its pairing line to unpair it.");
+        return true;
+      }
+      this.pick = step;
+      this.markPick(el);
+      this.teachPrompt("Step " + step + " chosen: now click the obligation it enacts.");
+      return true;
+    }
+    if (!this.pick) return false;
+    const id = this.drawnToPayload(el.id());
+    if (!t.obligations.has(id)) {
+      this.teachPrompt(id + " is not an active obligation of this query: choose another.");
+      return true;
+    }
+    const step = this.pick;
+    this.markPick(el, true);
+    this.teachConfirm("Pair step " + step + " with obligation " + id + "?", "Pair", () => t.pair(step, id));
+    return true;
+  };
+
+  Overlay.prototype.markPick = function (el, keep) {
+    if (!keep) this.cy.elements(".pick").removeClass("pick");
+    el.addClass("pick");
+  };
+
+  Overlay.prototype.teachPrompt = function (text) {
+    const bar = this.teachBar;
+    while (bar.firstChild) bar.removeChild(bar.firstChild);
+    if (!this.teaching) {
+      bar.appendChild(h("span", { text: "Pair steps draws the observed steps under the graph, to pair or unpair them by clicking (or use the reviewer corrections below)." }));
+      return;
+    }
+    if (!text) {
+      this.pick = null;
+      if (this.cy) this.cy.elements(".pick").removeClass("pick");
+    }
+    bar.appendChild(
+      h("span", {
+        text: text || "Click a step drawn under the graph (orange: not paired), then the obligation it enacts; or click a blue pairing line to unpair it.",
+      })
+    );
+  };
+
+  Overlay.prototype.teachConfirm = function (question, verb, submit) {
+    const bar = this.teachBar;
+    while (bar.firstChild) bar.removeChild(bar.firstChild);
+    const ok = h("button", {
+      type: "button",
+      class: "ce-btn ce-btn--primary",
+      "data-testid": "teach-confirm",
+      onclick: () => {
+        ok.disabled = true;
+        submit();
+      },
+      text: verb,
+    });
+    bar.appendChild(h("span", { text: question + " " }));
+    bar.appendChild(ok);
+    bar.appendChild(h("button", { type: "button", class: "ce-btn", onclick: () => this.teachPrompt(), text: "Cancel" }));
+    ok.focus();
+  };
+
   Overlay.prototype.destroy = function () {
     if (this.resizeObserver) this.resizeObserver.disconnect();
     if (this.cy) this.cy.destroy();
@@ -1198,7 +1393,9 @@
     for (const el of (doc || document).querySelectorAll("[data-contracteval-overlay]")) {
       const src = document.getElementById(el.getAttribute("data-contracteval-overlay"));
       if (!src) continue;
-      out.push(mount(el, JSON.parse(src.textContent)));
+      const teachId = el.getAttribute("data-teach");
+      const teach = teachId ? readTeach(document.getElementById(teachId)) : null;
+      out.push(mount(el, JSON.parse(src.textContent), teach ? { teach } : undefined));
     }
     return out;
   }

@@ -96,13 +96,81 @@
     applyFilter();
   });
 
-  // ---- clicking a highlight opens its most specific node
+  // ---- clicking a highlight, or Enter / Space on it (highlights are tab stops), opens
+  // its most specific node
+  function openMark(mark) {
+    if (!mark.dataset.p.startsWith("inv:")) openNode(mark.dataset.p);
+    else { tab = "invariants"; applyTab(); }
+  }
   $("#doc-scroll").addEventListener("click", (e) => {
     if (!window.getSelection().isCollapsed) return;
     const mark = e.target.closest("[data-p]");
-    if (mark && !mark.dataset.p.startsWith("inv:")) openNode(mark.dataset.p);
-    else if (mark) { tab = "invariants"; applyTab(); }
+    if (mark) openMark(mark);
   });
+  $("#doc-scroll").addEventListener("keydown", (e) => {
+    const mark = e.target.closest?.("[data-p]");
+    if (!mark || (e.key !== "Enter" && e.key !== " ") || e.ctrlKey || e.metaKey || e.altKey) return;
+    e.preventDefault();
+    openMark(mark);
+  });
+
+  // ---- the splitter between outline and artifact: drag it, or focus it and use the
+  // arrow keys (Home / End for the narrowest / widest); the width is remembered
+  const split = $("#ws-split");
+  const WIDTH_KEY = "contracteval.outlineWidth";
+  function widthBounds() {
+    const min = +split.getAttribute("aria-valuemin");
+    const side = $(".ws-side")?.getBoundingClientRect().width || 0;
+    // the artifact keeps room to read: never narrower than 320px
+    const room = ws.getBoundingClientRect().width - side - split.offsetWidth - 320;
+    return [min, Math.max(min, Math.min(+split.dataset.max || 560, room))];
+  }
+  function setWidth(px, save) {
+    const [min, max] = widthBounds();
+    const w = Math.round(Math.min(max, Math.max(min, px)));
+    ws.style.setProperty("--outline-w", `${w}px`);
+    split.setAttribute("aria-valuenow", String(w));
+    split.setAttribute("aria-valuemax", String(Math.round(max)));
+    if (save) { try { localStorage.setItem(WIDTH_KEY, String(w)); } catch (_) { /* private mode */ } }
+    return w;
+  }
+  if (split) {
+    split.dataset.max = split.getAttribute("aria-valuemax");
+    let saved = null;
+    try { saved = localStorage.getItem(WIDTH_KEY); } catch (_) { /* private mode */ }
+    setWidth(saved ? +saved : $(".ws-outline").getBoundingClientRect().width, false);
+    window.addEventListener("resize", () => setWidth(+split.getAttribute("aria-valuenow"), false));
+    split.addEventListener("keydown", (e) => {
+      const now = +split.getAttribute("aria-valuenow");
+      const step = e.shiftKey ? 64 : 16;
+      const to = { ArrowLeft: now - step, ArrowRight: now + step, Home: 0, End: Infinity }[e.key];
+      if (to === undefined) return;
+      e.preventDefault();
+      e.stopPropagation();
+      setWidth(to, true);
+    });
+    split.addEventListener("pointerdown", (e) => {
+      if (e.button !== 0) return;
+      e.preventDefault();
+      split.setPointerCapture(e.pointerId);
+      split.classList.add("is-dragging");
+      document.body.classList.add("is-resizing");
+      const left = ws.getBoundingClientRect().left;
+      const onMove = (ev) => setWidth(ev.clientX - left - split.offsetWidth / 2, false);
+      const onUp = (ev) => {
+        split.removeEventListener("pointermove", onMove);
+        split.removeEventListener("pointerup", onUp);
+        split.removeEventListener("pointercancel", onUp);
+        split.classList.remove("is-dragging");
+        document.body.classList.remove("is-resizing");
+        setWidth(+split.getAttribute("aria-valuenow"), true);
+        if (split.hasPointerCapture(ev.pointerId)) split.releasePointerCapture(ev.pointerId);
+      };
+      split.addEventListener("pointermove", onMove);
+      split.addEventListener("pointerup", onUp);
+      split.addEventListener("pointercancel", onUp);
+    });
+  }
   // jump from a quote in the node panel to its place in the text
   document.addEventListener("click", (e) => {
     const jump = e.target.closest("[data-jump]");

@@ -55,8 +55,48 @@ def test_a_family_row_opens_its_cases_and_a_case_its_overlay(
     page.click(f"[data-testid=family-cases-{family}]")
     page.wait_for_selector("[data-testid=case-table]")
     assert page.locator("[data-testid=case-row]").count() > 0
+    _assert_outcomes_read_apart(page)
     page.locator("[data-testid=case-row] a.case-link").first.click()
     page.wait_for_selector("#overlay[data-rendered-nodes]", timeout=20_000)
     assert int(page.get_attribute("#overlay", "data-rendered-nodes")) > 0
     assert family in page.inner_text("[data-testid=case-facts]")
     assert not errors, errors
+
+
+# Each outcome's chip, as the page's stylesheet draws it: its colours and its icon.
+OUTCOME_STYLES = """() => ["localised", "detected", "missed"].map((o) => {
+  const chip = document.createElement("span");
+  chip.className = `outcome o-${o}`;
+  chip.innerHTML = '<span class="o-icon" aria-hidden="true">?</span>' + o;
+  document.querySelector("main").appendChild(chip);
+  const cs = getComputedStyle(chip);
+  const out = {outcome: o, color: cs.color, background: cs.backgroundColor, border: cs.borderTopColor};
+  chip.remove();
+  return out;
+})"""
+
+
+def _rgb(css: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in css[css.index("(") + 1 : -1].split(",")[:3])
+
+
+def _contrast(a, b) -> float:
+    def lum(rgb):
+        c = [v / 255 for v in rgb]
+        c = [v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4 for v in c]
+        return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
+
+    hi, lo = sorted((lum(a), lum(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def _assert_outcomes_read_apart(page) -> None:
+    rows = page.locator("[data-testid=case-row]")
+    first = rows.first.locator("[data-testid=outcome]")
+    assert first.locator(".o-icon").inner_text().strip()  # an icon beside the word
+    assert rows.first.get_attribute("data-outcome") in first.inner_text()
+    styles = page.evaluate(OUTCOME_STYLES)
+    for s in styles:
+        assert _contrast(_rgb(s["color"]), _rgb(s["background"])) >= 4.5, s
+    assert len({s["background"] for s in styles}) == 3  # three outcomes, three colours
+    assert len({s["border"] for s in styles}) == 3

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from audit import enqueue, services
-from audit.models import Enactment, Membership, Project, Run
+from audit.models import Enactment, Membership, Project, Run, RunCorrection
 from audit.services import runs
 
 pytestmark = [pytest.mark.browser]
@@ -92,3 +92,101 @@ def test_a_pairing_corrected_in_the_browser_is_paired_by_the_next_run(live_serve
     assert ("omission", "check_window") not in {
         (f["family"], f["location"]) for f in later.report["failures"]
     }
+
+
+def _login(page, live_server) -> None:
+    page.goto(f"{live_server.url}/login/")
+    page.fill("input[name=username]", "rev")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+
+
+def _click_graph(page, element: str, along: float | None = None) -> None:
+    """A real mouse click on a drawn node (a box: in its left padding, where no child or
+    edge is drawn), or on an edge ``along`` its way from the source; the graph scrolled
+    into the window and the element fitted into the graph's pane first."""
+    page.locator(".ce-cy").scroll_into_view_if_needed()
+    point = page.evaluate(
+        """([id, along]) => {
+            const view = window.ContractEvalOverlay.views[0];
+            const cy = view.cy;
+            const el = cy.getElementById(id);
+            if (!el.length) return null;
+            view.fit(el.isEdge() ? el.connectedNodes() : el);
+            const box = cy.container().getBoundingClientRect();
+            let p = el.renderedPosition ? el.renderedPosition() : null;
+            if (el.isNode() && el.isParent()) {
+                const bb = el.renderedBoundingBox({includeLabels: false});
+                p = {x: bb.x1 + Math.max(3, 6 * cy.zoom()), y: (bb.y1 + bb.y2) / 2};
+            }
+            if (el.isEdge()) {
+                const s = el.renderedSourceEndpoint(), t = el.renderedTargetEndpoint();
+                p = {x: s.x + along * (t.x - s.x), y: s.y + along * (t.y - s.y)};
+            }
+            return {x: box.left + p.x, y: box.top + p.y};
+        }""",
+        [element, along],
+    )
+    assert point is not None, f"{element} is not drawn"
+    page.mouse.click(point["x"], point["y"])
+
+
+def test_a_reviewer_pairs_and_unpairs_by_clicking_in_the_graph(live_server, page, setup):
+    user, contract = setup
+    run = _run(user, contract, "1042", "ten")
+    step = _step(run, "Ten days on the calendar")
+    assert step not in {a["observed"] for a in run.report["alignment"]}
+    blocked: list[str] = []
+    page.on("console", lambda m: blocked.append(m.text) if "Content Security" in m.text else None)
+    _login(page, live_server)
+    page.goto(f"{live_server.url}/r/{run.pk}/")
+    page.wait_for_selector("#overlay[data-rendered-nodes]")
+    page.click("[data-testid=teach-toggle]")
+    page.wait_for_selector("#overlay[data-teach-steps]")
+
+    _click_graph(page, f"obs:{step}")
+    assert f"Step {step} chosen" in page.inner_text("[data-testid=teach-bar]")
+    _click_graph(page, "check_window")
+    bar = page.inner_text("[data-testid=teach-bar]")
+    assert f"Pair step {step} with obligation check_window?" in bar
+    with page.expect_navigation():
+        page.click("[data-testid=teach-confirm]")
+    page.wait_for_selector("[data-testid=corrected-report]")
+    fix = RunCorrection.objects.filter(run=run).first()
+    assert fix is not None and fix.reviewer == user
+    assert fix.corrections["pair"] == [["check_window", step]]
+    assert ("omission", "check_window") not in {
+        (f["family"], f["location"]) for f in fix.report["failures"]
+    }
+    assert Enactment.objects.filter(node_id="check_window", run=run, step_id=step).exists()
+
+    # the pairing just made is a line in the graph; clicking it unpairs
+    page.wait_for_selector("#overlay[data-rendered-nodes]")
+    page.click("[data-testid=teach-toggle]")
+    page.wait_for_selector("#overlay[data-teach-steps]")
+    _click_graph(page, "pair:check_window", along=0.15)
+    assert f"Unpair step {step} from obligation check_window?" in page.inner_text(
+        "[data-testid=teach-bar]"
+    )
+    with page.expect_navigation():
+        page.click("[data-testid=teach-confirm]")
+    page.wait_for_selector("[data-testid=corrected-report]")
+    latest = RunCorrection.objects.filter(run=run).first()
+    assert latest is not None and latest.pk != fix.pk
+    assert ["check_window", step] in latest.corrections["unpair"]
+    assert blocked == []
+
+
+def test_the_graph_offers_no_pairing_to_an_annotator(live_server, page, setup, django_user_model):
+    user, contract = setup
+    run = _run(user, contract, "1042", "ten")
+    other = django_user_model.objects.create_user(username="ann", password=PASSWORD)
+    Membership.objects.create(project=contract.project, user=other, role="annotator")
+    page.goto(f"{live_server.url}/login/")
+    page.fill("input[name=username]", "ann")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.goto(f"{live_server.url}/r/{run.pk}/")
+    page.wait_for_selector("#overlay[data-rendered-nodes]")
+    assert page.locator("[data-testid=teach-toggle]").count() == 0
+    assert page.locator("[data-testid=pair-form]").count() == 0

@@ -125,3 +125,50 @@ def test_an_encoder_blends_the_cosine_with_the_token_score():
 def test_rejects_a_parsed_list_over_one_megabyte():
     with pytest.raises(ToolCatalogueError, match="at most 1000000"):
         parse_tools([{"name": "a", "description": "x" * MAX_BYTES}])
+
+
+class _LeaningEncoder:
+    """Debts and payments are near (cosine 0.6); anything else is orthogonal to both."""
+
+    def encode(self, texts):
+        def vector(t: str) -> list[float]:
+            if "owe" in t.lower():
+                return [1.0, 0.0, 0.0]
+            return [0.6, 0.8, 0.0] if "pay" in t.lower() else [0.0, 0.0, 1.0]
+
+        return np.array([vector(t) for t in texts])
+
+
+CATALOGUE = [
+    Tool("find_account", "Find account."),
+    Tool("close_account", "Close account."),
+    Tool("send_payment", "Send payment."),
+]
+
+
+def test_semantic_suggestions_need_the_higher_measured_threshold():
+    node = [NodeText("settle", "action", "Settle what the customer owes", "")]
+    # cosine 0.6, no shared token: the blend is 0.45, under the semantic threshold
+    assert suggest_bindings(node, CATALOGUE, encoder=_LeaningEncoder()) == []
+    got = suggest_bindings(node, CATALOGUE, encoder=_LeaningEncoder(), threshold=0.35)
+    assert [(s.tool, s.score) for s in got] == [("send_payment", 0.45)]
+
+
+def test_token_suggestions_keep_the_candidate_threshold():
+    # "close the account" is close_account's own words; the signature check shares only
+    # "account" with it, for a score of 1/3
+    nodes = [
+        NodeText("close", "action", "Close the account", ""),
+        NodeText("weak", "validation", "Stamp the account holder's signature on file", ""),
+    ]
+    got = {s.node_id: (s.tool, s.score) for s in suggest_bindings(nodes, CATALOGUE)}
+    assert got == {"close": ("close_account", 1.0)}
+    loose = suggest_bindings(nodes, CATALOGUE, threshold=0.2)
+    assert {s.node_id: s.tool for s in loose} == {"close": "close_account", "weak": "find_account"}
+
+
+def test_a_tie_goes_to_the_tool_declared_first():
+    nodes = [NodeText("acct", "action", "Account", "")]
+    assert [s.tool for s in suggest_bindings(nodes, CATALOGUE)] == ["find_account"]
+    reordered = [CATALOGUE[1], CATALOGUE[0], CATALOGUE[2]]
+    assert [s.tool for s in suggest_bindings(nodes, reordered)] == ["close_account"]

@@ -136,37 +136,53 @@ def _suite_zip(refund_doc, cases: bytes) -> bytes:
     return out.getvalue()
 
 
+def _queued_batch_fails(client, response, reason: str) -> None:
+    """The suite was read by the worker (a batch's request only checks the zip's shape):
+    the batch failed with ``reason``, its page says so, and no case was stored."""
+    from audit.models import Batch, BatchChunk
+
+    batch = Batch.objects.latest("pk")
+    assert batch.status == "failed" and reason in batch.error, batch.error
+    assert not BatchChunk.objects.filter(batch=batch).exists()
+    assert reason in client.get(f"/b/{batch.pk}/").content.decode()
+
+
 @pytest.mark.parametrize("cases", [b"\xff\xfe\x00\x00binary", "café\n".encode("latin-1")])
-def test_a_suite_whose_cases_are_not_utf8_is_refused(login, api, world, refund_doc, cases):
-    before = row_counts()
+def test_a_suite_whose_cases_are_not_utf8_fails_its_batch_with_the_reason(
+    login, api, world, refund_doc, cases, django_capture_on_commit_callbacks
+):
     archive = _suite_zip(refund_doc, cases)
-    response = login("reviewer").post(
-        "/p/tests/batches/new/",
-        {"mode": "oracle", "extractor": "none", "suite": SimpleUploadedFile("s.zip", archive)},
-    )
-    assert response.status_code == 400
-    assert "cases.jsonl is not UTF-8 text" in _text(response)
-    response = api("reviewer").post(
-        "/api/batches/",
-        {"project": "tests", "mode": "oracle", "suite": SimpleUploadedFile("s.zip", archive)},
-        format="multipart",
-    )
-    assert response.status_code == 400
-    assert "cases.jsonl is not UTF-8 text" in _text(response)
-    assert row_counts() == before
+    client = login("reviewer")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            "/p/tests/batches/new/",
+            {"mode": "oracle", "extractor": "none", "suite": SimpleUploadedFile("s.zip", archive)},
+        )
+    assert response.status_code == 302
+    _queued_batch_fails(client, response, "cases.jsonl is not UTF-8 text")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api("reviewer").post(
+            "/api/batches/",
+            {"project": "tests", "mode": "oracle", "suite": SimpleUploadedFile("s.zip", archive)},
+            format="multipart",
+        )
+    assert response.status_code == 201
+    _queued_batch_fails(client, response, "cases.jsonl is not UTF-8 text")
 
 
-def test_a_suite_contract_nested_too_deeply_is_refused(login, world, refund_doc):
-    before = row_counts()
+def test_a_suite_contract_nested_too_deeply_fails_its_batch_with_the_reason(
+    login, world, refund_doc, django_capture_on_commit_callbacks
+):
     doc = dict(refund_doc, nodes=[dict(refund_doc["nodes"][0], meta=json.loads(NESTED))])
     archive = _suite_zip(doc, b"")
-    response = login("reviewer").post(
-        "/p/tests/batches/new/",
-        {"mode": "oracle", "extractor": "none", "suite": SimpleUploadedFile("s.zip", archive)},
-    )
-    assert response.status_code == 400
-    assert DEPTH in _text(response)
-    assert row_counts() == before
+    client = login("reviewer")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            "/p/tests/batches/new/",
+            {"mode": "oracle", "extractor": "none", "suite": SimpleUploadedFile("s.zip", archive)},
+        )
+    assert response.status_code == 302
+    _queued_batch_fails(client, response, DEPTH)
 
 
 # ---------------------------------------------------------------- workspace forms

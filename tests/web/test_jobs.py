@@ -88,6 +88,7 @@ def test_a_stale_chunk_is_queued_again_and_a_complete_batch_is_scored(
 ):
     settings.BATCH_CHUNK_CASES = 500
     batch = batches.batch_create(project=project, user=users["reviewer"])
+    batch = batches.batch_prepare(batch_id=batch.pk)
     chunks = list(batch.chunks.order_by("index"))
     assert len(chunks) == -(-batch.total // 500) and sum(c.total for c in chunks) == batch.total
     for c in chunks:

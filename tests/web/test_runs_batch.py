@@ -94,16 +94,26 @@ def test_the_fixture_suite_runs_when_nothing_is_uploaded(upload, login, fixture_
         (lambda s: _zip(s, {"a\\..\\b.json": b"x"}), "unsafe path"),
         (lambda s: _zip(None, {"contracts/x.json": b"{}"}), "must hold one suite"),
         (lambda s: _zip(None, {"cases.jsonl": b""}), "no contracts"),
-        (
-            lambda s: _zip(s, {"contracts/zz-bad.json": b'{"format": "contracteval.contract/v1"}'}),
-            "zz-bad.json",
-        ),
     ],
 )
 def test_a_bad_archive_is_refused_and_nothing_is_stored(upload, small_suite, make, message):
     r = upload(make(small_suite))
     assert r.status_code == 400 and Batch.objects.count() == 0
     assert message in r.content.decode()
+
+
+def test_a_contract_that_fails_its_audit_fails_the_batch_with_the_reason_on_its_page(
+    upload, small_suite, login
+):
+    # the contracts are audited by the worker (the request only checks the zip's shape)
+    bad = {"contracts/zz-bad.json": b'{"format": "contracteval.contract/v1"}'}
+    r = upload(_zip(small_suite, bad))
+    batch = Batch.objects.get()
+    assert r.status_code == 302 and batch.status == "failed"
+    assert "zz-bad.json" in batch.error and not batch.chunks.exists() and batch.total == 0
+    html = login("annotator").get(f"/b/{batch.pk}/").content.decode()
+    assert "The batch failed." in html and "zz-bad.json" in html
+    assert 'data-testid="batch-preparing"' not in html
 
 
 def test_a_symbolic_link_is_refused(upload, small_suite):
@@ -142,7 +152,12 @@ def test_progress_is_stored_throttled_and_polled(project, users, login, monkeypa
     html = client.get(f"/b/{batch.pk}/").content.decode()
     assert f'hx-get="/b/{batch.pk}/status/"' in html and f'href="/b/{batch.pk}/"' in html
     poll = client.get(f"/b/{batch.pk}/status/", **HTMX)
+    assert poll.status_code == 200 and 'data-testid="batch-preparing"' in poll.content.decode()
+    batch = batches.batch_prepare(batch_id=batch.pk)  # what the worker does first
+    assert batch.total > 100 and batch.chunks.count() >= 1
+    poll = client.get(f"/b/{batch.pk}/status/", **HTMX)
     assert poll.status_code == 200 and f"0</span> / {batch.total}" in poll.content.decode()
+    assert 'data-testid="batch-preparing"' not in poll.content.decode()
     seen: list[int] = []
     real_update = batches.Batch.objects.filter
 

@@ -172,3 +172,20 @@ def test_the_same_trace_run_again_after_teaching_is_a_new_run_that_reads_the_ena
     again = _run(client, audited, django_capture_on_commit_callbacks)
     assert again.pk != first.pk
     assert ("omission", "check_window") not in _families(again.report)
+
+
+def test_the_run_graph_offers_pairing_to_reviewers_through_the_correction_forms(
+    audited, login, django_capture_on_commit_callbacks
+):
+    client = login("reviewer")
+    run = _run(client, audited, django_capture_on_commit_callbacks, mode="token")
+    paired = {a["expected"]: a["observed"] for a in run.report["alignment"]}
+    page = client.get(f"/r/{run.pk}/").content.decode()
+    assert 'data-contracteval-overlay="overlay-data" data-teach="correction"' in page
+    assert 'id="correction"' in page and 'data-testid="pair-form"' in page
+    assert (
+        f'data-testid="unpair-form" data-expected="verify_owner"'
+        f' data-observed="{paired["verify_owner"]}"'
+    ) in page
+    page = login("annotator").get(f"/r/{run.pk}/").content.decode()
+    assert "data-teach=" not in page and 'data-testid="unpair-form"' not in page
