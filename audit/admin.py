@@ -3,6 +3,7 @@ nodes, edges, invariants and queries can be viewed, not changed or deleted (a ch
 would bypass the services and leave no audit record)."""
 
 from django.contrib import admin
+from django.db.models import F
 
 from .models import (
     Artifact,
@@ -36,6 +37,10 @@ class ArtifactAdmin(admin.ModelAdmin):
     list_display = ["pk", "project", "media_type", "content_hash", "created_at"]
     readonly_fields = ["content_hash"]
 
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        _revise(obj.contracts.values_list("pk", flat=True))  # their export quotes it
+
 
 class AuditedReadOnly(admin.ModelAdmin):
     """Change and delete only what belongs to a contract that is not audited."""
@@ -51,6 +56,26 @@ class AuditedReadOnly(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return not self._audited(obj) and super().has_delete_permission(request, obj)
+
+    # A change here bypasses the services, so it counts the contract's revision itself:
+    # the audit cached for the old revision must not be shown for the new content.
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        _revise([self.contract_of(form.instance).pk])
+
+    def delete_model(self, request, obj):
+        pk = self.contract_of(obj).pk
+        super().delete_model(request, obj)
+        _revise([pk])
+
+    def delete_queryset(self, request, queryset):
+        pks = [self.contract_of(obj).pk for obj in queryset]
+        super().delete_queryset(request, queryset)
+        _revise(pks)
+
+
+def _revise(contract_pks) -> None:
+    Contract.objects.filter(pk__in=contract_pks).update(revision=F("revision") + 1)
 
 
 @admin.register(Contract)

@@ -68,6 +68,10 @@ class Contract(models.Model):
     # ``version`` numbers the contract's versions; this one counts edits of the title,
     # domain and media type, so that a stale edit of them is refused.
     details_version = models.PositiveIntegerField(default=1)
+    # Counts changes of what the contract exports (nodes, spans, edges, invariants,
+    # queries, details, tools): derived reads such as the engine's audit are cached under
+    # it. Bumped under the contract's lock by every service that may change the export.
+    revision = models.PositiveBigIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ["key", "-version"]

@@ -31,14 +31,28 @@ class ContractRows:
     invariant_spans: dict[int, list[Span]]
     applies_to: dict[int, list[int]]  # invariant pk -> node pks
     queries: list[Query]
+    # The contract's revision as read *before* the rows (see :func:`revision_stamp`);
+    # empty for a partial read, which has no export.
+    stamp: str = ""
     by_pk: dict[int, Node] = field(init=False)
 
     def __post_init__(self) -> None:
         self.by_pk = {n.pk: n for n in self.nodes}
 
 
+def revision_stamp(contract_pk: int) -> str:
+    """What identifies the content of a contract now: its pk, creation time (a reused pk
+    is another contract) and ``revision``. Read it before the rows it stands for, so
+    that a derived value stored under it was computed from content at least that new."""
+    revision, created = (
+        Contract.objects.filter(pk=contract_pk).values_list("revision", "created_at").get()
+    )
+    return f"{contract_pk}:{created.timestamp()}:{revision}"
+
+
 def load_contract_rows(contract: Contract) -> ContractRows:
-    """All rows of ``contract`` in six queries."""
+    """All rows of ``contract`` in seven queries (the first reads its revision)."""
+    stamp = revision_stamp(contract.pk)
     nodes = list(Node.objects.filter(contract=contract).order_by("position", "pk"))
     spans: dict[int, list[Span]] = defaultdict(list)
     invariant_spans: dict[int, list[Span]] = defaultdict(list)
@@ -66,6 +80,87 @@ def load_contract_rows(contract: Contract) -> ContractRows:
         invariant_spans=invariant_spans,
         applies_to=applies_to,
         queries=list(Query.objects.filter(contract=contract).order_by("position", "pk")),
+        stamp=stamp,
+    )
+
+
+@dataclass(slots=True)
+class _NodeRow:
+    pk: int
+    node_id: str
+    type: str
+    label: str
+    description: str
+    required: bool
+    explicit: bool
+    combine: str
+    parent_id: int | None
+    meta: Any
+    review_status: str
+    is_rejected: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.is_rejected = self.review_status == ReviewStatus.REJECTED
+
+
+@dataclass(slots=True)
+class _SpanRow:
+    start: int
+    end: int
+
+
+@dataclass(slots=True)
+class _EdgeRow:
+    source_id: int
+    target_id: int
+    kind: str
+
+
+def export_rows(contract: Contract) -> ContractRows:
+    """The rows :func:`document_from_rows` reads, as plain records instead of model
+    instances for the thousands of nodes, spans and edges: building model instances was
+    most of the cost of exporting (and so auditing) a large contract. Only for the
+    export: the records have no methods and cannot be saved."""
+    stamp = revision_stamp(contract.pk)
+    node_fields = ("pk", "node_id", "type", "label", "description", "required", "explicit")
+    nodes = [
+        _NodeRow(*values)
+        for values in Node.objects.filter(contract=contract)
+        .order_by("position", "pk")
+        .values_list(*node_fields, "combine", "parent_id", "meta", "review_status")
+    ]
+    spans: dict[int, list[Span]] = defaultdict(list)
+    invariant_spans: dict[int, list[Span]] = defaultdict(list)
+    for node_pk, inv_pk, start, end in (
+        Span.objects.filter(Q(node__contract=contract) | Q(invariant__contract=contract))
+        .order_by("position", "pk")
+        .values_list("node_id", "invariant_id", "start", "end")
+    ):
+        owner = spans[node_pk] if node_pk is not None else invariant_spans[inv_pk]
+        owner.append(_SpanRow(start, end))  # type: ignore[arg-type]
+    edges = [
+        _EdgeRow(*values)
+        for values in Edge.objects.filter(contract=contract)
+        .order_by("position", "pk")
+        .values_list("source_id", "target_id", "kind")
+    ]
+    applies_to: dict[int, list[int]] = defaultdict(list)
+    through = Invariant.applies_to.through
+    for inv_pk, node_pk in through.objects.filter(invariant__contract=contract).values_list(
+        "invariant_id", "node_id"
+    ):
+        applies_to[inv_pk].append(node_pk)
+    return ContractRows(
+        contract=contract,
+        text=contract.artifact.text,
+        nodes=nodes,  # type: ignore[arg-type]
+        spans=spans,
+        edges=edges,  # type: ignore[arg-type]
+        invariants=list(Invariant.objects.filter(contract=contract).order_by("position", "pk")),
+        invariant_spans=invariant_spans,
+        applies_to=applies_to,
+        queries=list(Query.objects.filter(contract=contract).order_by("position", "pk")),
+        stamp=stamp,
     )
 
 
@@ -169,7 +264,7 @@ def contract_document(contract: Contract, *, include_rejected: bool = False) -> 
     ancestor as parent, and edges and ``applies_to`` entries that name a rejected node
     are dropped. Proposed nodes are part of a draft and are exported.
     """
-    return document_from_rows(load_contract_rows(contract), include_rejected=include_rejected)
+    return document_from_rows(export_rows(contract), include_rejected=include_rejected)
 
 
 def node_snapshot(node: Node) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from ..models import (
     ProposalRun,
     ReviewStatus,
 )
-from .contracts import ContractRows, document_from_rows
+from .contracts import ContractRows, document_from_rows, export_rows, revision_stamp
 
 if TYPE_CHECKING:
     from matching.validate import Audit
@@ -43,24 +43,32 @@ class OutlineRow:
     children: int
 
 
-def outline(rows: ContractRows) -> list[OutlineRow]:
-    """Nodes in hierarchy order (depth-first, declaration order among siblings)."""
-    kids: dict[int | None, list[Node]] = defaultdict(list)
-    for n in rows.nodes:
-        parent = n.parent_id if n.parent_id in rows.by_pk else None
-        kids[parent].append(n)
-    out: list[OutlineRow] = []
+def outline_order(links: Sequence[tuple[int, int | None]]) -> list[tuple[int, int, int]]:
+    """``(pk, depth, children)`` of nodes given as ``(pk, parent pk)`` in declaration
+    order, in hierarchy order (depth-first, declaration order among siblings); nodes
+    of a parent cycle follow at depth 0."""
+    known = {pk for pk, _ in links}
+    kids: dict[int | None, list[int]] = defaultdict(list)
+    for pk, parent in links:
+        kids[parent if parent in known else None].append(pk)
+    out: list[tuple[int, int, int]] = []
     seen: set[int] = set()
-    stack: list[tuple[Node, int]] = [(n, 0) for n in reversed(kids[None])]
+    stack: list[tuple[int, int]] = [(pk, 0) for pk in reversed(kids[None])]
     while stack:
-        node, depth = stack.pop()
-        if node.pk in seen:
+        pk, depth = stack.pop()
+        if pk in seen:
             continue
-        seen.add(node.pk)
-        out.append(OutlineRow(node, depth, len(kids[node.pk])))
-        stack.extend((c, depth + 1) for c in reversed(kids[node.pk]))
-    out.extend(OutlineRow(n, 0, len(kids[n.pk])) for n in rows.nodes if n.pk not in seen)
+        seen.add(pk)
+        out.append((pk, depth, len(kids[pk])))
+        stack.extend((c, depth + 1) for c in reversed(kids[pk]))
+    out.extend((pk, 0, len(kids[pk])) for pk, _ in links if pk not in seen)
     return out
+
+
+def outline(rows: ContractRows) -> list[OutlineRow]:
+    """Nodes in hierarchy order (see :func:`outline_order`)."""
+    order = outline_order([(n.pk, n.parent_id) for n in rows.nodes])
+    return [OutlineRow(rows.by_pk[pk], depth, kids) for pk, depth, kids in order]
 
 
 def cut_text(text: str, marks: Sequence[tuple[int, int]]) -> list[tuple[int, int, list[int]]]:
@@ -170,13 +178,8 @@ AUDIT_CACHE_SECONDS = 3600
 
 
 def cached_audit(doc: dict[str, Any]) -> Audit:
-    """The engine's audit of ``doc``, computed once per distinct document.
-
-    The key is a hash of the document itself, so any edit (from any service, or another
-    process sharing the cache) gives a new key and a stale audit is never served; review
-    decisions that do not change the exported document (confirm, undo) reuse it. The
-    JSON Schema validation inside the audit is most of its cost at 1,000 nodes.
-    """
+    """The engine's audit of any document, computed once per distinct document (the
+    key is a hash of the document itself)."""
     body = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     key = "ce-audit:" + hashlib.sha256(body.encode()).hexdigest()
     audit = cache.get(key)
@@ -190,7 +193,33 @@ def cached_audit(doc: dict[str, Any]) -> Audit:
 
 
 def audit_rows(rows: ContractRows) -> Audit:
-    return cached_audit(document_from_rows(rows))
+    """The engine's audit of the rows' export, computed once per contract revision.
+
+    The key is the revision the rows were read at (``rows.stamp``); every service that
+    may change the export counts the revision up under the contract's lock, so a stale
+    audit is never served, and reviews the export cannot show (confirm, undo to
+    *proposed*) keep it. Hashing the whole document instead cost as much as loading it.
+    """
+    if not rows.stamp:  # a partial read: nothing to key on
+        return cached_audit(document_from_rows(rows))
+    key = f"ce-audit:{rows.stamp}"
+    audit = cache.get(key)
+    if audit is None:
+        from matching.validate import audit_contract  # loads with the first audit
+
+        audit = audit_contract(document_from_rows(rows))
+        cache.set(key, audit, AUDIT_CACHE_SECONDS)
+    return audit
+
+
+def contract_audit(contract: Contract) -> tuple[Audit, ContractRows | None]:
+    """The engine's audit of ``contract`` as it is now; its rows are loaded only when
+    the audit of the current revision is not cached yet (and returned, else None)."""
+    audit = cache.get(f"ce-audit:{revision_stamp(contract.pk)}")
+    if audit is not None:
+        return audit, None
+    rows = export_rows(contract)
+    return audit_rows(rows), rows
 
 
 VERBS = {
@@ -248,10 +277,11 @@ def contract_versions(contract: Contract) -> list[Contract]:
     )
 
 
-def status_counts(rows: ContractRows) -> dict[str, int]:
+def status_counts(statuses: Iterable[str]) -> dict[str, int]:
+    """How many nodes have each review status."""
     counts = {s.value: 0 for s in ReviewStatus}
-    for n in rows.nodes:
-        counts[n.review_status] += 1
+    for status in statuses:
+        counts[status] += 1
     return counts
 
 

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from django.db.models import Manager, Max, QuerySet
+from django.db.models import F, Manager, Max, QuerySet
 from django.utils import timezone
 
 from matching.llm.config import LLMConfig
@@ -63,8 +63,20 @@ def editable(contract: Contract) -> None:
         )
 
 
-def touch(contract: Contract) -> None:
-    Contract.objects.filter(pk=contract.pk).update(updated_at=timezone.now())
+def touch(contract: Contract, *, revise: bool = True) -> None:
+    """Mark ``contract`` changed; ``revise=False`` only for a change its export cannot
+    show (a review between *proposed* and *confirmed*), which keeps its cached audit."""
+    fields: dict[str, Any] = {"updated_at": timezone.now()}
+    if revise:
+        fields["revision"] = F("revision") + 1
+        contract.revision += 1
+    Contract.objects.filter(pk=contract.pk).update(**fields)
+
+
+def revise(contract: Contract) -> None:
+    """Count a change of what ``contract`` exports (see ``Contract.revision``)."""
+    Contract.objects.filter(pk=contract.pk).update(revision=F("revision") + 1)
+    contract.revision += 1
 
 
 def check_span(contract: Contract, start: int, end: int) -> tuple[int, int]:

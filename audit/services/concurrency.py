@@ -22,7 +22,7 @@ from django.db import OperationalError, connection
 
 from ..models import Contract
 from ..selectors.workspace import last_change
-from .common import ServiceError, editable
+from .common import ServiceError, editable, revise
 
 logger = logging.getLogger(__name__)
 LOCK_RETRIES = 4
@@ -43,9 +43,17 @@ class DatabaseBusy(ServiceError):
     """The database stayed locked through every retry (HTTP 503)."""
 
 
-def locked_contract(contract_id: int, *, check_editable: bool = True) -> Contract:
+def locked_contract(
+    contract_id: int, *, check_editable: bool = True, revised: bool = True
+) -> Contract:
     """Contract ``contract_id``, its row locked until the transaction ends, checked to
-    be editable under that lock. Call inside ``transaction.atomic()``."""
+    be editable under that lock. Call inside ``transaction.atomic()``.
+
+    The lock is taken to change the contract, so its ``revision`` is counted up here
+    (rolled back with the transaction if nothing is written): a cached read of the old
+    revision can never be served for the new content. ``revised=False`` is for the one
+    change the export cannot show (a review between *proposed* and *confirmed*), whose
+    service counts the revision itself when it does show."""
     contract = (
         Contract.objects.select_for_update(of=("self",))
         .select_related("artifact", "project")
@@ -53,6 +61,8 @@ def locked_contract(contract_id: int, *, check_editable: bool = True) -> Contrac
     )
     if check_editable:
         editable(contract)
+    if revised:
+        revise(contract)
     return contract
 
 

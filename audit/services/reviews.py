@@ -51,7 +51,8 @@ def nodes_review(
     # while a double annotation is blind, decisions go to each annotator's own copy
     guard_shared_nodes(contract, user)
     with transaction.atomic():
-        contract = locked_contract(contract.pk)  # editable under the lock
+        # editable under the lock; the revision counts only changes the export shows
+        contract = locked_contract(contract.pk, revised=False)
         rows = list(
             Node.objects.select_for_update(of=("self",))
             .filter(contract=contract, pk__in=seen)
@@ -68,7 +69,10 @@ def nodes_review(
             contract, user, action, status, [n for n in rows if n.review_status != status]
         )
         if changed:
-            touch(contract)
+            # the export leaves rejected nodes out: only a move into or out of
+            # *rejected* changes it (and so the cached audit)
+            shown = any(ReviewStatus.REJECTED in (before, status) for _, before in changed)
+            touch(contract, revise=shown)
     return changed
 
 

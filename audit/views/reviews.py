@@ -16,7 +16,6 @@ from .. import services
 from ..forms import ReviewForm
 from ..models import Node
 from ..permissions import EDIT, contract_for
-from ..selectors import contracts as contract_reads
 from ..selectors import reviews as review_reads
 from ..selectors import workspace as ws
 from ..services.reviews import nodes_review
@@ -36,19 +35,28 @@ def _pairs(values: list[str]) -> list[tuple[int, int]]:
 
 
 def _update(
-    request, contract, membership, *, selected, changed=(), undo=(), error="", status=200, rows=None
+    request,
+    contract,
+    membership,
+    *,
+    selected,
+    changed=(),
+    undo=(),
+    error="",
+    status=200,
+    advance=False,
 ):
-    """The htmx answer to a review: the panel of ``selected`` and what ``changed``."""
-    rows = rows or contract_reads.load_contract_rows(contract)
-    order = ws.outline(rows)
-    selected = rows.by_pk.get(selected.pk) if selected else None
-    ctx = panel_context(contract, membership, rows, selected, error=error)
-    ctx.update(header_context(contract, membership, rows, ws.audit_rows(rows)))
-    previous = {node.pk: before for node, before in changed}
+    """The htmx answer to a review: the panel of ``selected`` (or, with ``advance``, of
+    the next node to review) and what ``changed``."""
+    answer = review_reads.review_answer(
+        contract, selected=selected.pk if selected else None, changed=changed, advance=advance
+    )
+    ctx = panel_context(contract, membership, answer.rows, answer.selected, error=error)
+    ctx.update(header_context(contract, membership, answer.audit, answer.counts, answer.node_pks))
     ctx.update(
-        changed_rows=[row for row in order if row.node.pk in previous],
-        changed_segments=review_reads.changed_segments(rows, previous),
-        records=ws.history(contract, limit=len(previous)) if previous else [],
+        changed_rows=answer.changed_rows,
+        changed_segments=answer.changed_segments,
+        records=ws.history(contract, limit=len(changed)) if changed else [],
         undo=undo,
         undo_count=len(undo),
     )
@@ -69,12 +77,15 @@ def _decide(request, contract, membership, *, action, refs, selected, advance):
         )
     if not request.htmx:
         return redirect(workspace_url(contract, selected))
-    rows = contract_reads.load_contract_rows(contract)
-    if advance and selected is not None:
-        selected = review_reads.next_to_review(ws.outline(rows), rows.by_pk.get(selected.pk))
     undo = [] if action == "undo" else [(n.pk, n.version) for n, _ in changed]
     return _update(
-        request, contract, membership, selected=selected, changed=changed, undo=undo, rows=rows
+        request,
+        contract,
+        membership,
+        selected=selected,
+        changed=changed,
+        undo=undo,
+        advance=advance and selected is not None,
     )
 
 

@@ -75,13 +75,13 @@ def panel_context(
     }
 
 
-def header_context(contract, membership, rows, audit):
-    """The header (status, tally, actions) and the audit tab of ``rows``."""
-    counts = ws.status_counts(rows)
+def header_context(contract, membership, audit, counts, node_pks):
+    """The header (status, tally, actions) and the audit tab; ``counts`` are the nodes
+    per review status, ``node_pks`` the pk of each node id."""
     writable = not contract.is_read_only and has_role(membership.role, EDIT)
     return {
         "audit": audit,
-        "findings": _findings(audit, rows),
+        "findings": _findings(audit, node_pks),
         "coverage_pct": round(audit.coverage * 100, 1),
         "counts": counts,
         "run": ws.latest_proposal_run(contract),
@@ -105,9 +105,8 @@ def _details_form(contract) -> ContractDetailsForm:
     return ContractDetailsForm(initial=initial, current=artifact.media_type)
 
 
-def _findings(audit, rows) -> list[tuple[str, Any, int | None]]:
+def _findings(audit, node_pks) -> list[tuple[str, Any, int | None]]:
     """The audit's errors and warnings, each with the pk of the node it names."""
-    node_pks = {n.node_id: n.pk for n in rows.nodes}
     return [
         (kind, f, node_pks.get(f.node or ""))
         for kind, group in (("error", audit.errors), ("warning", audit.warnings))
@@ -139,7 +138,9 @@ def workspace_context(
     ctx = panel_context(
         contract, membership, rows, selected, panel=panel, form=form, error=error, **panel_extra
     )
-    ctx.update(header_context(contract, membership, rows, audit))
+    counts = ws.status_counts(n.review_status for n in rows.nodes)
+    node_pks = {n.node_id: n.pk for n in rows.nodes}
+    ctx.update(header_context(contract, membership, audit, counts, node_pks))
     if query_form is None and with_queries:
         query_form = QueryForm(intents=ws.intent_choices(rows), initial={"version": 0})
     if preview is None and with_queries:

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import networkx as nx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from matching.errors import ContractEvalError
+from matching.rules import _acyclic
 from matching.validate import audit_contract, load_contract
 
 from .helpers import decision_contract, make_contract, refund_contract_doc
@@ -238,3 +242,8 @@ def test_refund_mini_coverage_counts_its_untouched_heading() -> None:
     # 10 non-blank lines: the heading is the only one no span touches.
     assert (audit.lines, audit.covered_lines) == (10, 9)
     assert audit.coverage == 0.9
+
+
+@given(st.lists(st.tuples(st.sampled_from("abcdefg"), st.sampled_from("abcdefg")), max_size=14))
+def test_the_linear_cycle_check_agrees_with_networkx(links: list[tuple[str, str]]) -> None:
+    assert _acyclic(links) == nx.is_directed_acyclic_graph(nx.DiGraph(links))
