@@ -102,6 +102,32 @@ def observed_text(o: ObservedNode, text: str) -> str:
     return " ".join([*extra, body]).strip()
 
 
+_LEAD = re.compile(r"^(.{12,}?)[:;]\s")
+
+
+def observed_parts(o: ObservedNode, text: str) -> list[str]:
+    """An observed node's texts: the whole (:func:`observed_text`), then, when there are
+    several, each quote, and the lead clause of each quote before a colon or semicolon (at least three words). Similarity takes the best of them.
+
+    >>> from matching.formats import Span
+    >>> t = "In the ticket I recorded the facts: a laptop, a bag and a phone."
+    >>> observed_parts(ObservedNode("o1", t, [Span(0, len(t))], 0), t)[1]
+    'In the ticket I recorded the facts'
+    """
+    out = [observed_text(o, text)]
+    quotes = [humanise(text[s.start : s.end]) for s in o.evidence]
+    # only what the agent said: an extractor's gloss ("Tell the outcome and next steps:")
+    # is a guess from position, and read alone it would let any last message pass for a
+    # summary
+    for q in quotes:
+        if len(quotes) > 1:
+            out.append(q)
+        m = _LEAD.match(q)
+        if m and len(m.group(1).split()) >= 3:
+            out.append(m.group(1))
+    return list(dict.fromkeys(out))
+
+
 @dataclass
 class TextRow:
     node: int  # index into the expected node list
