@@ -77,7 +77,6 @@ class Rules:
     same_move: bool = True
     adjacent: float = 0.30  # a neighbour's obligation, read at least this well
     parts: bool = True
-    joint: bool = False
 
     def toggled(self, name: str) -> Rules:
         """These rules with one switched: a rule that is on goes off, one that is off
@@ -105,7 +104,6 @@ ABLATIONS = (
     "same_move",
     "adjacent",
     "parts",
-    "joint",
 )
 
 
@@ -234,16 +232,13 @@ def _assign(
     done: dict[int, int] = {}
     cuts = sorted({max(rules.confident, rules.threshold), rules.threshold, rules.window})
     for cut in reversed(cuts):
-        # *joint*: the round keeps the confident pairs of one assignment over every
-        # candidate left, so a step that one obligation reads confidently but that is
-        # another's only evidence goes where the whole alignment is best
-        w = weights.copy() if rules.joint else np.where(act >= cut, weights, 0.0)
+        w = np.where(act >= cut, weights, 0.0)
         w[list(done)] = 0.0
         w[:, list(done.values())] = 0.0
         for r in range(len(rows)):
             if r not in done and w[r].any():
                 w[r, ~_window(r, done, before, steps)] = 0.0
-        done.update({r: c for r, c in _lsa(w).items() if act[r, c] >= cut})
+        done.update(_lsa(w))
     if rules.mutual > 0:
         _mutual(act, pairable, done, before, steps, rules.mutual)
     return {rows[r]: col for r, col in done.items()}
