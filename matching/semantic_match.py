@@ -65,7 +65,7 @@ class Rules:
     window: float = 0.30  # last round: candidates inside the order window
     cover: float = 0.40
     prior: float = 0.05
-    mutual: float = 0.20  # "any evidence": leftovers that are each other's best
+    mutual: float = 0.15  # "any evidence": chosen by a cross-validation by contract
     structural: bool = True
     outcome_wording: bool = True
     confident_first: bool = True

@@ -167,3 +167,20 @@ def test_a_title_abbreviation_does_not_split_a_sentence(sentence: str) -> None:
 def test_a_restatement_of_a_paired_step_in_other_words_is_not_an_extra_action() -> None:
     text = CLEAN + "[assistant] Just so you know, the money goes back to the card you paid with.\n"
     assert failures(text) == set()
+
+
+@pytest.mark.parametrize(
+    ("sentence", "filler"),
+    [
+        ("Ouch, I'm sorry about the fall.", True),
+        ("Sorry to hear about the leak; that's a horrible thing to come home to.", True),
+        ("I'm sorry for the wait, so I've added a credit to your account.", False),
+        ("Thanks for reading back the code; that confirms it's you.", False),
+        ("I'm sorry, but I can't refund a final-sale item.", False),
+    ],
+)
+def test_sympathy_is_not_behaviour_unless_a_clause_does_something(
+    sentence: str, filler: bool
+) -> None:
+    nodes = extract_behaviour(f"[assistant] {sentence}\n").nodes
+    assert (nodes == []) is filler
