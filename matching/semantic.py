@@ -103,6 +103,7 @@ def observed_text(o: ObservedNode, text: str) -> str:
 
 
 _LEAD = re.compile(r"^(.{12,}?)[:;]\s")
+_ENDS = re.compile(r"[.!?][\"')\]]*$")
 
 
 def observed_parts(o: ObservedNode, text: str) -> list[str]:
@@ -125,7 +126,26 @@ def observed_parts(o: ObservedNode, text: str) -> list[str]:
         m = _LEAD.match(q)
         if m and len(m.group(1).split()) >= 3:
             out.append(m.group(1))
+    quote = text[o.evidence[0].start : o.evidence[0].end].strip() if o.evidence else ""
+    if len(o.evidence) == 1 and not _ENDS.search(quote) and not is_tool_call(o, text):
+        # an item of a request ("weakness" in "Any weakness, slurred speech or
+        # confusion?") is also read with the sentence that asks for it
+        whole = _enclosing_sentence(text, o.evidence[0].start, o.evidence[0].end)
+        if whole != quote:
+            out.append(humanise(whole))
     return list(dict.fromkeys(out))
+
+
+def _enclosing_sentence(text: str, start: int, end: int) -> str:
+    """The sentence of ``text`` around ``text[start:end]`` (bounded by . ! ? or a line
+    end before and after, and by a role tag).
+
+    >>> _enclosing_sentence("[assistant] Hi. Any weakness, or confusion? Ok.", 20, 28)
+    'Any weakness, or confusion?'
+    """
+    a = max(text.rfind(c, 0, start) for c in ".!?\n") + 1
+    b = min((i for i in (text.find(c, end) for c in ".!?\n") if i >= 0), default=len(text))
+    return strip_role_tag(text[a : b + 1 if b < len(text) and text[b] != "\n" else b].strip())
 
 
 @dataclass

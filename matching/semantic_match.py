@@ -28,8 +28,9 @@ one by one (``scripts/results.py``). With every rule on:
 - *adjacent*: an unpaired step whose best obligation (sim ≥ ``adjacent``) is paired with the
   step just before or after it is a repeat of that obligation: the call and the sentence
   that reports it, or two sentences of one move, enact the obligation together.
-- *parts*: a step is also read part by part (each sentence of a move, and the lead
-  clause before a colon or semicolon: "In the ticket I recorded the facts: …"); its
+- *parts*: a step is also read part by part (each sentence of a move, the lead clause
+  before a colon or semicolon: "In the ticket I recorded the facts: …", and an item of a
+  split request with the sentence that asks for it); its
   similarity is the best over the whole and its parts, so one long sentence or a move of
   several sentences does not dilute the part that enacts an obligation.
 - *cover repeat*: an unpaired sentence is an extra action only when its best similarity

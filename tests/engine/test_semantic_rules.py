@@ -120,7 +120,10 @@ def test_the_other_items_of_one_request_are_one_move_not_extra_actions() -> None
         '[tool] close_account(id="A-1")\n[assistant] Your account is now closed.\n'
     )
     assert failures(text, IDENTITY) == set()
-    with rules_in_effect(replace(RULES, same_move=False, adjacent=0.0, cover_repeat=False)):
+    # reading an item with its request (parts) already ties each item to the check; with
+    # neither rule the items are extra actions
+    blind = replace(RULES, same_move=False, adjacent=0.0, cover_repeat=False, parts=False)
+    with rules_in_effect(blind):
         assert "extra_action" in families(text, IDENTITY)
 
 
@@ -184,3 +187,27 @@ def test_sympathy_is_not_behaviour_unless_a_clause_does_something(
 ) -> None:
     nodes = extract_behaviour(f"[assistant] {sentence}\n").nodes
     assert (nodes == []) is filler
+
+
+def test_an_item_of_a_request_is_read_with_the_sentence_that_asks_for_it() -> None:
+    contract = load_contract(
+        make_contract(
+            [
+                {"id": "goal", "type": "intent", "label": "Triage the caller's headache"},
+                {"id": "screen", "label": "Screen for stroke warning signs", "parent": "goal"},
+                {"id": "book", "label": "Book a routine appointment", "parent": "goal"},
+            ],
+            edges=[{"source": "screen", "target": "book", "kind": "requires"}],
+            queries=[{"id": "q1", "text": "I have a headache", "branches": {}}],
+        )
+    )
+    text = (
+        "[assistant] To rule out a stroke, could you tell me if you have any weakness,"
+        " slurred speech, or confusion?\n[user] None of those.\n"
+        '[tool] book_appointment(slot="Thu 10:15")\n'
+        "[assistant] You're booked for a routine appointment on Thursday at 10:15.\n"
+    )
+    obs = extract_behaviour(text)
+    # one node per item, all at the same step
+    assert [(n.step, n.description) for n in obs.nodes][:3] == [(0, "ask")] * 3
+    assert failures(text, contract) == set()
