@@ -124,15 +124,42 @@ def speech_act(sentence: str) -> str:
     return "inform"
 
 
+_INTERJECTION = re.compile(r"^(?:oh no|oh dear|ouch|oh|ah|aw)[,!.]\s*", re.I)
+_SYMPATHY = re.compile(
+    r"^(?:(?:i'?m|i am|we'?re|we are) )?(?:so |very |really |truly )?sorry\b(?!,? but\b).*"
+    r"|^(?:that|this|it)(?:'s| sounds| must be| must have been| is| was)(?: such| really| so| very)?"
+    r"(?: a| an)? (?:horrible|awful|terrible|stressful|frustrating|painful|scary|worrying|"
+    r"upsetting|shock|shocking|difficult|rough|hard|nasty|miserable)\b.*",
+    re.I | re.S,
+)
+_INTENSIFIER = re.compile(r"\bso (?=much|many|sorry|very|long|bad)", re.I)
+
+
 def is_filler(sentence: str) -> bool:
-    """Greetings, thanks, apologies and filler (not a refusal hidden in an apology)."""
+    """Greetings, thanks, apologies, sympathy and filler (not a refusal hidden in an
+    apology, nor a sentence one of whose clauses does something).
+
+    >>> is_filler("Ouch, I'm sorry about the fall."), is_filler("Sorry to hear that; that's awful.")
+    (True, True)
+    >>> is_filler("Thanks for reading back the code; that confirms it's you.")
+    False
+    """
     s = sentence.strip()
     if _REFUSE.search(s):
         return False
-    if _FILLER.match(s) or _MORE_FILLER.match(s):
-        # "Thanks for reading back the code; that confirms it's you." does something
-        return not (";" in s or _DECIDE.search(s))
+    clauses = [c.strip() for c in re.split(r";\s*", s) if c.strip()]
+    if clauses and all(_filler_clause(c) for c in clauses):
+        return True
     return len(re.findall(r"[A-Za-z0-9]+", s)) < MIN_WORDS
+
+
+def _filler_clause(clause: str) -> bool:
+    """One clause that does nothing: a greeting, thanks, filler or sympathy, without a
+    conclusion drawn ("sorry for the wait, so I've added a credit" does something)."""
+    c = _INTERJECTION.sub("", clause)
+    if not (_FILLER.match(c) or _MORE_FILLER.match(c) or _SYMPATHY.match(c)):
+        return False
+    return not _DECIDE.search(_INTENSIFIER.sub("", c))
 
 
 @dataclass

@@ -29,7 +29,11 @@ from .model import Observed, observed_from_steps
 from .trace import events, tool_call
 
 # A sentence ends at . ! ? (optionally closed by a quote or bracket) before white space.
-_SENTENCE = re.compile(r"[^\s].*?(?:[.!?]+[\"')\]]*(?=\s|$)|$)", re.S)
+# A full stop between a lower-case word and a capital ("to you.Scheduled") also ends one:
+# a missing space is a typo, not one sentence.
+_SENTENCE = re.compile(
+    r"[^\s].*?(?:[.!?]+[\"')\]]*(?=\s|$)|(?<=[a-z]{2}[.!?])(?=[A-Z][a-z])|$)", re.S
+)
 _FILLER = re.compile(
     r"^(?:(?:hi|hello|hey|good (?:morning|afternoon|evening)|dear \w+)\b[^.!?]*[.!?]?"
     r"|(?:many )?thanks?\b.*|thank you\b.*|you'?re welcome\b.*|no problem\b.*"
@@ -66,13 +70,33 @@ _TYPES = (
 MIN_WORDS = 3
 
 
+# A full stop after a title or a common abbreviation ("Dr. Haddad", "e.g. a refund") does
+# not end the sentence: the name or example that follows belongs to it.
+_ABBREVIATION = re.compile(
+    r"(?:^|[\s(])(?:dr|mr|mrs|ms|mx|prof|st|sr|jr|mt|no|vs|approx|dept|e\.g|i\.e|etc)\.$",
+    re.I,
+)
+
+
 def _sentences(text: str, base: int) -> Iterator[tuple[int, int]]:
+    """(start, end) of each sentence of ``text``, offset by ``base``.
+
+    >>> t = "Please call Dr. Haddad today. He knows.It was sent."
+    >>> [t[a:b] for a, b in _sentences(t, 0)]
+    ['Please call Dr. Haddad today.', 'He knows.', 'It was sent.']
+    """
+    start = None
     for m in _SENTENCE.finditer(text):
         a, b = m.start(), m.end()
         while b > a and text[b - 1].isspace():
             b -= 1
-        if b > a:
-            yield base + a, base + b
+        if b <= a:
+            continue
+        start = a if start is None else start
+        if b < len(text.rstrip()) and _ABBREVIATION.search(text[a:b]):
+            continue  # the sentence goes on after the abbreviation
+        yield base + start, base + b
+        start = None
 
 
 def _is_behaviour(sentence: str) -> bool:

@@ -92,6 +92,52 @@ def observed_text(o: ObservedNode, text: str) -> str:
     return " ".join([*extra, body]).strip()
 
 
+_LEAD = re.compile(r"^(.{12,}?)[:;]\s")
+_ENDS = re.compile(r"[.!?][\"')\]]*$")
+
+
+def observed_parts(o: ObservedNode, text: str) -> list[str]:
+    """An observed node's texts: the whole (:func:`observed_text`), then, when there are
+    several, each quote, and the lead clause of each quote before a colon or semicolon (at least three words). Similarity takes the best of them.
+
+    >>> from matching.formats import Span
+    >>> t = "In the ticket I recorded the facts: a laptop, a bag and a phone."
+    >>> observed_parts(ObservedNode("o1", t, [Span(0, len(t))], 0), t)[1]
+    'In the ticket I recorded the facts'
+    """
+    out = [observed_text(o, text)]
+    quotes = [humanise(text[s.start : s.end]) for s in o.evidence]
+    # only what the agent said: an extractor's gloss ("Tell the outcome and next steps:")
+    # is a guess from position, and read alone it would let any last message pass for a
+    # summary
+    for q in quotes:
+        if len(quotes) > 1:
+            out.append(q)
+        m = _LEAD.match(q)
+        if m and len(m.group(1).split()) >= 3:
+            out.append(m.group(1))
+    quote = text[o.evidence[0].start : o.evidence[0].end].strip() if o.evidence else ""
+    if len(o.evidence) == 1 and not _ENDS.search(quote) and not is_tool_call(o, text):
+        # an item of a request ("weakness" in "Any weakness, slurred speech or
+        # confusion?") is also read with the sentence that asks for it
+        whole = _enclosing_sentence(text, o.evidence[0].start, o.evidence[0].end)
+        if whole != quote:
+            out.append(humanise(whole))
+    return list(dict.fromkeys(out))
+
+
+def _enclosing_sentence(text: str, start: int, end: int) -> str:
+    """The sentence of ``text`` around ``text[start:end]`` (bounded by . ! ? or a line
+    end before and after, and by a role tag).
+
+    >>> _enclosing_sentence("[assistant] Hi. Any weakness, or confusion? Ok.", 20, 28)
+    'Any weakness, or confusion?'
+    """
+    a = max(text.rfind(c, 0, start) for c in ".!?\n") + 1
+    b = min((i for i in (text.find(c, end) for c in ".!?\n") if i >= 0), default=len(text))
+    return strip_role_tag(text[a : b + 1 if b < len(text) and text[b] != "\n" else b].strip())
+
+
 @dataclass
 class TextRow:
     node: int  # index into the expected node list

@@ -17,6 +17,22 @@ one by one (``scripts/results.py``). With every rule on:
   an unpaired tool call is an extra action (or a wrong-branch node when its best
   candidate is an inactive-branch node), never a repeat. Off, a call is treated like a
   sentence by the cover rule.
+- *mutual* (an "any evidence" bar, 0 switches it off): after the rounds, an obligation
+  still unpaired is paired with a step still free inside its order window when the step
+  reads more like this obligation than like any other (paired or not), their similarity
+  is at least ``mutual``, and no such step reads more like it. The omission of a required step is then reported only when nothing the
+  agent did in its place reads like it.
+- *same move*: an unpaired item of a request split into several things (same step, same
+  sentence) is a repeat of the obligation its paired sibling enacts: the agent asked one
+  question, not one per item.
+- *adjacent*: an unpaired step whose best obligation (sim ≥ ``adjacent``) is paired with the
+  step just before or after it is a repeat of that obligation: the call and the sentence
+  that reports it, or two sentences of one move, enact the obligation together.
+- *parts*: a step is also read part by part (each sentence of a move, the lead clause
+  before a colon or semicolon: "In the ticket I recorded the facts: …", and an item of a
+  split request with the sentence that asks for it); its
+  similarity is the best over the whole and its parts, so one long sentence or a move of
+  several sentences does not dilute the part that enacts an obligation.
 - *cover repeat*: an unpaired sentence is an extra action only when its best similarity
   to every declared node and every artifact sentence is below ``cover``; else a repeat.
 
@@ -26,6 +42,7 @@ True
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -37,7 +54,7 @@ from scipy.optimize import linear_sum_assignment
 from .conditioning import Expected
 from .formats import ObservedNode
 from .match import Alignment, call_quotes, calls_tool
-from .semantic import cover_scores, is_tool_call, node_matrix, observed_text
+from .semantic import cover_scores, is_tool_call, node_matrix, observed_parts, observed_text
 
 _ORDERED = ("requires", "enables", "branches_to")
 
@@ -49,6 +66,7 @@ class Rules:
     window: float = 0.30  # last round: candidates inside the order window
     cover: float = 0.40
     prior: float = 0.05
+    mutual: float = 0.15  # "any evidence": chosen by a cross-validation by contract
     structural: bool = True
     outcome_wording: bool = True
     confident_first: bool = True
@@ -57,6 +75,9 @@ class Rules:
     # bookkeeping calls that no node binds are about the contract, not extra actions.
     tools_extra: bool = False
     cover_repeat: bool = True
+    same_move: bool = True
+    adjacent: float = 0.30  # a neighbour's obligation, read at least this well
+    parts: bool = True
 
     def toggled(self, name: str) -> Rules:
         """These rules with one switched: a rule that is on goes off, one that is off
@@ -64,6 +85,10 @@ class Rules:
         value = getattr(self, name)
         if name == "prior":
             return replace(self, prior=0.0 if value else 0.05)
+        if name == "mutual":
+            return replace(self, mutual=0.0 if value else RULES.mutual)
+        if name == "adjacent":
+            return replace(self, adjacent=0.0 if value else RULES.adjacent)
         return replace(self, **{name: not value})
 
 
@@ -76,6 +101,10 @@ ABLATIONS = (
     "negation",
     "tools_extra",
     "cover_repeat",
+    "mutual",
+    "same_move",
+    "adjacent",
+    "parts",
 )
 
 
@@ -102,27 +131,37 @@ def semantic_align(
     inactive = [n for n in c.nodes if n.id in expected.inactive]
     all_exp = [c.by_id[e] for e in rows] + inactive
     obs = [observed_text(o, text) for o in kept]
-    s = node_matrix(
-        all_exp, expected, obs, outcome_wording=rules.outcome_wording, negation=rules.negation
+    groups = [
+        observed_parts(o, text) if rules.parts else [t] for o, t in zip(kept, obs, strict=True)
+    ]
+    flat = [t for g in groups for t in g]
+    s = _group_max(
+        node_matrix(
+            all_exp, expected, flat, outcome_wording=rules.outcome_wording, negation=rules.negation
+        ),
+        groups,
     )
     _bind_tools(s, all_exp, kept, text)
     n_act = len(rows)
     act = s[:n_act]
     low = min(rules.threshold, rules.window) if rules.confident_first else rules.threshold
-    cand = act >= low
-    if rules.structural:
-        for i, e in enumerate(rows):
-            node = c.by_id[e]
-            if node.type in ("intent", "branch_condition") or node.checked_output:
-                cand[i] = False
+    pairable = np.array(
+        [
+            not rules.structural
+            or not (c.by_id[e].type in ("intent", "branch_condition") or c.by_id[e].checked_output)
+            for e in rows
+        ],
+        dtype=bool,
+    )
+    cand = (act >= low) & pairable[:, None]
     weights = np.where(cand, act + rules.prior * _closeness(len(rows), len(kept)), 0.0)
     m = Alignment("semantic", kept, [], {}, {})
-    pairs = _assign(expected, kept, act, weights, rules)
+    pairs = _assign(expected, kept, act, weights, rules, pairable)
     m.pairs = {e: kept[pairs[e]].id for e in rows if e in pairs}
     m.scores = {e: float(act[rows.index(e), pairs[e]]) for e in m.pairs}
     by_row = margins(act, {rows.index(e): pairs[e] for e in m.pairs})
     m.margins = {rows[i]: v for i, v in by_row.items()}
-    _leftovers(m, expected, kept, text, s, obs, inactive, rules)
+    _leftovers(m, expected, kept, text, s, groups, inactive, rules)
     return m
 
 
@@ -177,12 +216,14 @@ def _assign(
     act: np.ndarray,
     weights: np.ndarray,
     rules: Rules,
+    pairable: np.ndarray,
 ) -> dict[str, int]:
     """expected id -> column of its observed node.
 
     With *confident first*, rounds of decreasing thresholds (``confident``,
     ``threshold``, ``window``): each round assigns the nodes still unpaired among the
     steps still free, inside the order window that the pairs of earlier rounds leave.
+    With *mutual*, a last round pairs leftovers that are each other's best.
     """
     rows = expected.nodes
     if not rules.confident_first:
@@ -196,13 +237,65 @@ def _assign(
         w[list(done)] = 0.0
         w[:, list(done.values())] = 0.0
         for r in range(len(rows)):
-            if r in done or not w[r].any():
-                continue
-            lo = max((steps[c] for p, c in done.items() if before[p, r]), default=-1)
-            hi = min((steps[c] for p, c in done.items() if before[r, p]), default=1 << 30)
-            w[r, (steps < lo) | (steps > hi)] = 0.0
+            if r not in done and w[r].any():
+                w[r, ~_window(r, done, before, steps)] = 0.0
         done.update(_lsa(w))
+    if rules.mutual > 0:
+        _mutual(act, pairable, done, before, steps, rules.mutual)
     return {rows[r]: col for r, col in done.items()}
+
+
+def _group_max(flat: np.ndarray, groups: list[list[str]]) -> np.ndarray:
+    """Columns of ``flat`` (one per text) reduced to one per group: the best text."""
+    out = np.zeros((flat.shape[0], len(groups)))
+    k = 0
+    for j, g in enumerate(groups):
+        if g:
+            out[:, j] = flat[:, k : k + len(g)].max(axis=1)
+        k += len(g)
+    return out
+
+
+def _window(r: int, done: dict[int, int], before: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """The steps node r may pair with: no earlier than any paired node that must precede
+    it, no later than any that must follow it."""
+    lo = max((steps[c] for p, c in done.items() if before[p, r]), default=-1)
+    hi = min((steps[c] for p, c in done.items() if before[r, p]), default=1 << 30)
+    return (steps >= lo) & (steps <= hi)
+
+
+def _mutual(
+    act: np.ndarray,
+    pairable: np.ndarray,
+    done: dict[int, int],
+    before: np.ndarray,
+    steps: np.ndarray,
+    floor: float,
+) -> None:
+    """Pair, best first, an unpaired obligation with the free step inside its window that
+    reads most like it among the free steps whose best obligation (paired or not) is this
+    one. Updates ``done``."""
+    if act.size == 0 or not pairable.any():
+        return
+    masked = np.where(pairable[:, None], act, -1.0)
+    step_best = masked.argmax(axis=0)  # each step's best obligation
+    while True:
+        taken = set(done.values())
+        free = np.array([c not in taken for c in range(act.shape[1])])
+        best: tuple[float, int, int] | None = None
+        for r in np.flatnonzero(pairable):
+            if r in done:
+                continue
+            ok = free & _window(int(r), done, before, steps) & (step_best == r)
+            if not ok.any():
+                continue
+            c = int(np.argmax(np.where(ok, act[r], -1.0)))
+            sim = float(act[r, c])
+            if sim >= floor and step_best[c] == r and (best is None or sim > best[0]):
+                best = (sim, int(r), c)
+        if best is None:
+            return
+        done[best[1]] = best[2]
 
 
 def _precedence(expected: Expected) -> np.ndarray:
@@ -235,7 +328,7 @@ def _leftovers(
     kept: list[ObservedNode],
     text: str,
     s: np.ndarray,
-    obs: list[str],
+    groups: list[list[str]],
     inactive: list,
     rules: Rules,
 ) -> None:
@@ -245,7 +338,12 @@ def _leftovers(
     n_act = len(rows)
     paired = set(m.pairs.values())
     left = [j for j, o in enumerate(kept) if o.id not in paired]
-    cover = cover_scores(expected, [obs[j] for j in left]) if rules.cover_repeat else None
+    cover = None
+    if rules.cover_repeat:
+        cover = _group_max(
+            cover_scores(expected, [t for j in left for t in groups[j]])[None, :],
+            [groups[j] for j in left],
+        )[0]
     for k, j in enumerate(left):
         o = kept[j]
         col = s[:n_act, j]
@@ -260,6 +358,8 @@ def _leftovers(
         elif best_a >= rules.threshold and by_id[rows[int(np.argmax(col))]].checked_output:
             # the final record written as a step: consumed by the output, as in §2
             m.repeats.append((o.id, rows[int(np.argmax(col))]))
+        elif (of := _joined_to(o, j, kept, m, text, col, rows, rules)) is not None:
+            m.repeats.append((o.id, of))
         elif rules.tools_extra and is_tool_call(o, text):
             continue
         elif cover is not None:
@@ -267,3 +367,39 @@ def _leftovers(
                 m.repeats.append((o.id, rows[int(np.argmax(col))]))
         elif best_a >= rules.threshold:
             m.repeats.append((o.id, rows[int(np.argmax(col))]))
+
+
+def _joined_to(
+    o: ObservedNode,
+    j: int,
+    kept: list[ObservedNode],
+    m: Alignment,
+    text: str,
+    col: np.ndarray,
+    rows: list[str],
+    rules: Rules,
+) -> str | None:
+    """The obligation an unpaired step enacts together with a paired one, if any: an
+    item of the same request (*same move*), or a neighbouring step paired with the step's
+    own best obligation (*adjacent*)."""
+    owner = {ob: e for e, ob in m.pairs.items()} | dict(m.repeats)
+    if rules.same_move:
+        for other in kept:
+            if other.id in owner and other.step == o.step and _one_sentence(o, other, text):
+                return owner[other.id]
+    if rules.adjacent and col.size and float(col.max()) >= rules.adjacent:
+        e = rows[int(np.argmax(col))]
+        ob = m.pairs.get(e)
+        if ob is not None and abs(next(k.step for k in kept if k.id == ob) - o.step) <= 1:
+            return e
+    return None
+
+
+def _one_sentence(a: ObservedNode, b: ObservedNode, text: str) -> bool:
+    """Whether two single-span nodes lie in one sentence (nothing ends a sentence or a
+    line between them)."""
+    if len(a.evidence) != 1 or len(b.evidence) != 1:
+        return False
+    lo = min(a.evidence[0].end, b.evidence[0].end)
+    hi = max(a.evidence[0].start, b.evidence[0].start)
+    return not re.search(r"[.!?\n]", text[lo:hi]) if lo <= hi else True
