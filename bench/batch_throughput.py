@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -177,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--kill", action="store_true", help="also the 16,800-case kill run")
+    parser.add_argument("--repeat", type=int, default=3, help="batches per process count")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     os.environ["CELERY_BROKER_URL"] = BROKER
@@ -198,9 +200,17 @@ def main(argv: list[str] | None = None) -> int:
     warm_up()
     assert client.get("/api/batches/?project=demo").status_code == 200
     queue = f"bench-{uuid.uuid4().hex[:8]}"
-    out: dict = {"throughput": [throughput(client, queue, p) for p in args.processes]}
-    for row in out["throughput"]:
-        print(json.dumps(row))
+    out: dict = {"throughput": [], "median_cases_per_second": {}}
+    for p in args.processes:
+        rows = [throughput(client, queue, p) for _ in range(max(1, args.repeat))]
+        for row in rows:
+            print(json.dumps(row))
+        out["throughput"] += rows
+        out["median_cases_per_second"][p] = statistics.median(r["cases_per_second"] for r in rows)
+    medians = out["median_cases_per_second"]
+    print(json.dumps({"median_cases_per_second": medians}))
+    if 1 in medians and 2 in medians:
+        print(f"2 processes / 1 process (medians): {medians[2] / medians[1]:.2f}x")
     if args.kill:
         out["kill"] = kill_run(client, queue)
         print(json.dumps(out["kill"]))
