@@ -18,8 +18,9 @@ as the web app starting up.
 
 import sys
 import types
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+from .lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .conditioning import Expected, condition
@@ -83,17 +84,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 
 class _Package(types.ModuleType):

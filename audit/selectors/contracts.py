@@ -50,6 +50,17 @@ def revision_stamp(contract_pk: int) -> str:
     return f"{contract_pk}:{created.timestamp()}:{revision}"
 
 
+def _applies_to(contract: Contract) -> dict[int, list[int]]:
+    """The node pks each invariant of ``contract`` applies to, by invariant pk."""
+    applies_to: dict[int, list[int]] = defaultdict(list)
+    through = Invariant.applies_to.through
+    for inv_pk, node_pk in through.objects.filter(invariant__contract=contract).values_list(
+        "invariant_id", "node_id"
+    ):
+        applies_to[inv_pk].append(node_pk)
+    return applies_to
+
+
 def load_contract_rows(contract: Contract) -> ContractRows:
     """All rows of ``contract`` in seven queries (the first reads its revision)."""
     stamp = revision_stamp(contract.pk)
@@ -64,12 +75,7 @@ def load_contract_rows(contract: Contract) -> ContractRows:
         elif s.invariant_id is not None:
             invariant_spans[s.invariant_id].append(s)
     invariants = list(Invariant.objects.filter(contract=contract).order_by("position", "pk"))
-    applies_to: dict[int, list[int]] = defaultdict(list)
-    through = Invariant.applies_to.through
-    for inv_pk, node_pk in through.objects.filter(invariant__contract=contract).values_list(
-        "invariant_id", "node_id"
-    ):
-        applies_to[inv_pk].append(node_pk)
+    applies_to = _applies_to(contract)
     return ContractRows(
         contract=contract,
         text=contract.artifact.text,
@@ -144,12 +150,7 @@ def export_rows(contract: Contract) -> ContractRows:
         .order_by("position", "pk")
         .values_list("source_id", "target_id", "kind")
     ]
-    applies_to: dict[int, list[int]] = defaultdict(list)
-    through = Invariant.applies_to.through
-    for inv_pk, node_pk in through.objects.filter(invariant__contract=contract).values_list(
-        "invariant_id", "node_id"
-    ):
-        applies_to[inv_pk].append(node_pk)
+    applies_to = _applies_to(contract)
     return ContractRows(
         contract=contract,
         text=contract.artifact.text,

@@ -11,8 +11,9 @@ jsonschema), which the web app's start-up (settings, URLconf, ``manage.py check`
 not need, so it is paid by the first request that calls a service instead.
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from matching.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .adjudication import adjudication_start, curation_choose, decisions_by_user
@@ -199,14 +200,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
