@@ -20,7 +20,7 @@ TRACE = """[user] Hi, I'd like a refund for order {order} please, it arrived {da
 [tool] lookup_order(order_id="{order}")
 [result] {{"order_id": "{order}", "email": "sam@example.com", "total": 59.00}}
 [assistant] The email on order {order} matches the one you wrote from, so I can confirm the purchase is yours.
-[assistant] {Days} days on the calendar puts you comfortably under our cutoff.
+[assistant] {Days} days is nothing, we are good there.
 [tool] issue_refund(order_id="{order}", amount=59.00, to="original_payment")
 [result] {{"refund_id": "RF-88", "status": "approved"}}
 [assistant] Your refund of $59.00 is approved and should arrive within 5 business days.
@@ -68,7 +68,7 @@ def _step(run: Run, words: str) -> str:
 def test_a_pairing_corrected_in_the_browser_is_paired_by_the_next_run(live_server, page, setup):
     user, contract = setup
     first = _run(user, contract, "1042", "ten")
-    step = _step(first, "Ten days on the calendar")
+    step = _step(first, "Ten days is nothing")
     assert step not in {a["observed"] for a in first.report["alignment"]}
     page.goto(f"{live_server.url}/login/")
     page.fill("input[name=username]", "rev")
@@ -86,7 +86,7 @@ def test_a_pairing_corrected_in_the_browser_is_paired_by_the_next_run(live_serve
 
     later = _run(user, contract, "2077", "twelve")
     paired = {a["expected"]: a["observed"] for a in later.report["alignment"]}
-    assert paired.get("check_window") == _step(later, "Twelve days on the calendar")
+    assert paired.get("check_window") == _step(later, "Twelve days is nothing")
     page.goto(f"{live_server.url}/r/{later.pk}/")
     page.wait_for_selector("[data-testid=weak-total]")
     assert ("omission", "check_window") not in {
@@ -134,7 +134,7 @@ def _click_graph(page, element: str, along: float | None = None) -> None:
 def test_a_reviewer_pairs_and_unpairs_by_clicking_in_the_graph(live_server, page, setup):
     user, contract = setup
     run = _run(user, contract, "1042", "ten")
-    step = _step(run, "Ten days on the calendar")
+    step = _step(run, "Ten days is nothing")
     assert step not in {a["observed"] for a in run.report["alignment"]}
     blocked: list[str] = []
     page.on("console", lambda m: blocked.append(m.text) if "Content Security" in m.text else None)

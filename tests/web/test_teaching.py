@@ -17,12 +17,14 @@ TRACE = """[user] Hi, I'd like a refund for order {order} please, it arrived {da
 [tool] lookup_order(order_id="{order}")
 [result] {{"order_id": "{order}", "email": "sam@example.com", "total": 59.00}}
 [assistant] The email on order {order} matches the one you wrote from, so I can confirm the purchase is yours.
-[assistant] {Days} days on the calendar puts you comfortably under our cutoff.
+[assistant] {Days} days is nothing, we are good there.
 [tool] issue_refund(order_id="{order}", amount=59.00, to="original_payment")
 [result] {{"refund_id": "RF-88", "status": "approved"}}
 [assistant] Your refund of $59.00 is approved and should arrive within 5 business days.
 """
-STEP = "Ten days on the calendar puts you comfortably under our cutoff."
+# The window check worded so loosely that semantic mode leaves it unpaired on its own
+# (it reads like no obligation): the case a reviewer's correction is for.
+STEP = "Ten days is nothing, we are good there."
 
 
 def _run(client, audited, capture, *, order="1042", days="ten", mode="semantic") -> Run:
@@ -147,7 +149,7 @@ def test_a_corrected_pairing_makes_the_next_semantic_run_of_a_similar_trace_pair
     )
     later = _run(client, audited, django_capture_on_commit_callbacks, order="2077", days="twelve")
     paired = {a["expected"]: a["observed"] for a in later.report["alignment"]}
-    assert paired.get("check_window") == _step_of(later, "Twelve days on the calendar")
+    assert paired.get("check_window") == _step_of(later, "Twelve days is nothing")
     assert ("omission", "check_window") not in _families(later.report)
     # token mode reads the spec literally: no enactments
     token = _run(
