@@ -11,7 +11,8 @@ from rest_framework.test import APIClient
 from audit import services
 from audit.models import AuditRecord, Enactment, Project, Run, RunCorrection
 
-from .test_teaching import STEP, TRACE
+from .test_teaching import STEP, TRACE, _step_of
+from .test_teaching import _families as _failures
 
 pytestmark = pytest.mark.django_db
 
@@ -48,18 +49,6 @@ def _finished(contract, user, *, order="1042") -> Run:
 @pytest.fixture
 def run(audited, users) -> Run:
     return _finished(audited, users["annotator"])
-
-
-def _step_of(run: Run, text: str) -> str:
-    trace = run.overlay["trace"]["text"]
-    for o in run.overlay["observed"]:
-        if any(text in trace[s["start"] : s["end"]] for s in o["spans"]):
-            return o["id"]
-    raise AssertionError(f"no step says {text!r}")
-
-
-def _failures(report: dict) -> set[tuple[str, str]]:
-    return {(f["family"], f["location"]) for f in report["failures"]}
 
 
 @pytest.fixture
