@@ -7,11 +7,13 @@ every function of :mod:`audit.selectors.workspace` works on what it returns.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, F, Max, Q
+from django.db.models import Count, F, Max, Q, TextField
+from django.db.models.functions import Cast
 
 from ..models import Contract, Edge, Invariant, Node, Project, Query, ReviewStatus, Span
 
@@ -122,6 +124,10 @@ class _EdgeRow:
     kind: str
 
 
+def _json(text: str | None) -> Any:
+    return {} if text in (None, "{}") else json.loads(text)
+
+
 def export_rows(contract: Contract) -> ContractRows:
     """The rows :func:`document_from_rows` reads, as plain records instead of model
     instances for the thousands of nodes, spans and edges: building model instances was
@@ -129,11 +135,13 @@ def export_rows(contract: Contract) -> ContractRows:
     export: the records have no methods and cannot be saved."""
     stamp = revision_stamp(contract.pk)
     node_fields = ("pk", "node_id", "type", "label", "description", "required", "explicit")
+    # meta read as text: most nodes have none, and Django's JSON field decodes each one
     nodes = [
-        _NodeRow(*values)
+        _NodeRow(*values[:-2], _json(values[-2]), values[-1])  # type: ignore[call-arg]
         for values in Node.objects.filter(contract=contract)
         .order_by("position", "pk")
-        .values_list(*node_fields, "combine", "parent_id", "meta", "review_status")
+        .annotate(meta_text=Cast("meta", TextField()))
+        .values_list(*node_fields, "combine", "parent_id", "meta_text", "review_status")
     ]
     spans: dict[int, list[Span]] = defaultdict(list)
     invariant_spans: dict[int, list[Span]] = defaultdict(list)
