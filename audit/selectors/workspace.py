@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -181,13 +181,17 @@ def cached_audit(doc: dict[str, Any]) -> Audit:
     """The engine's audit of any document, computed once per distinct document (the
     key is a hash of the document itself)."""
     body = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    key = "ce-audit:" + hashlib.sha256(body.encode()).hexdigest()
+    return _audit_under("ce-audit:" + hashlib.sha256(body.encode()).hexdigest(), lambda: doc)
+
+
+def _audit_under(key: str, document: Callable[[], dict[str, Any]]) -> Audit:
+    """The audit cached under ``key``, or the audit of ``document()`` stored there."""
     audit = cache.get(key)
     if audit is None:
         # the validator (networkx, jsonschema) loads with the first audit, not at start-up
         from matching.validate import audit_contract
 
-        audit = audit_contract(doc)
+        audit = audit_contract(document())
         cache.set(key, audit, AUDIT_CACHE_SECONDS)
     return audit
 
@@ -202,14 +206,7 @@ def audit_rows(rows: ContractRows) -> Audit:
     """
     if not rows.stamp:  # a partial read: nothing to key on
         return cached_audit(document_from_rows(rows))
-    key = f"ce-audit:{rows.stamp}"
-    audit = cache.get(key)
-    if audit is None:
-        from matching.validate import audit_contract  # loads with the first audit
-
-        audit = audit_contract(document_from_rows(rows))
-        cache.set(key, audit, AUDIT_CACHE_SECONDS)
-    return audit
+    return _audit_under(f"ce-audit:{rows.stamp}", lambda: document_from_rows(rows))
 
 
 def contract_audit(contract: Contract) -> tuple[Audit, ContractRows | None]:

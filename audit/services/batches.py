@@ -79,8 +79,8 @@ def unpack_suite(archive: bytes, dest: Path) -> Path:
 def _read_suite(folder: Path) -> tuple[dict[str, Any], list[list[Any]]]:
     """The audited contract documents and the case lines of a suite folder.
 
-    Contracts are read and audited here, once (a bad one refuses the upload); case
-    lines are only split, and each chunk reads its own: ``[line number, text, None]``,
+    Contracts are read and audited here, once (a bad one fails the batch, with the
+    reason); case lines are only split, and each chunk reads its own: ``[line number, text, None]``,
     or ``[line number, None, why]`` for a line that is not UTF-8.
     """
     cdir, cases_file = folder / "contracts", folder / "cases.jsonl"

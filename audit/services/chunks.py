@@ -1,9 +1,10 @@
 """One chunk of a suite batch: its cases read, evaluated (engine or LLM judge), stored once.
 
 A batch is cut into chunks (:func:`chunk_size`: ``BATCH_CHUNKS`` of them, of at most
-``BATCH_CHUNK_CASES`` cases) when it is created; each chunk is one task that any
-worker can take. The suite's contracts are audited once (on
-upload) and kept on the batch; a chunk reads only its own case lines. Storing a chunk
+``BATCH_CHUNK_CASES`` cases) by the worker's first task (``batches.batch_prepare``);
+each chunk is one task that any worker can take. The suite's contracts are audited once
+(when the batch is prepared) and kept on the batch; a chunk reads only its own case
+lines. Storing a chunk
 locks its batch, finds it already done if another delivery got there first, and the
 chunk that finishes last computes the batch's scores (:func:`batches.batch_finalize`).
 """
@@ -85,7 +86,7 @@ def chunk_lines(chunk: BatchChunk) -> list[list[Any]]:
 
 def _contract(batch: Batch, key: str):
     # Read, not audited again: the batch keeps only contracts audited when it was
-    # created, and the audit of the suite's ten contracts cost each worker process
+    # prepared, and the audit of the suite's ten contracts cost each worker process
     # ~0.4 s of CPU before its first chunk (serial work that did not divide).
     if (batch.pk, key) not in _CONTRACTS:
         if len(_CONTRACTS) > 256:
