@@ -18,7 +18,10 @@
   key.addEventListener("input", () => {
     touched = key.value !== "";
   });
-  title.addEventListener("input", () => {
+  const suggest = () => {
     if (!touched) key.value = slug(title.value);
-  });
+  };
+  title.addEventListener("input", suggest);
+  // A fast typist (or a slow network) can fill the title before this deferred script runs.
+  suggest();
 })();

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from audit.models import Contract, Membership, Project
 
@@ -36,7 +37,7 @@ def test_annotator_creates_a_contract_from_pasted_text_with_proposals(
     page.wait_for_selector("[data-testid=new-contract-form]")
 
     page.fill("input[name=title]", "Refunds and returns")
-    assert page.input_value("input[name=key]") == "refunds-and-returns"  # suggested
+    expect(page.locator("input[name=key]")).to_have_value("refunds-and-returns")  # suggested
     page.fill("input[name=domain]", "customer support")
     page.fill("textarea[name=text]", text)
     page.check("input[name=propose]")
