@@ -6,6 +6,9 @@ import sys
 
 
 def main() -> None:
+    from contracteval_site.startup import pause_collector
+
+    pause_collector()  # resumed when the apps are ready; see contracteval_site/startup.py
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contracteval_site.settings")
     from django.core.management import execute_from_command_line
 

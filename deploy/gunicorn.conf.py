@@ -38,6 +38,10 @@ loglevel = os.environ.get("WEB_LOG_LEVEL", "info")
 def when_ready(server) -> None:
     """In the master, after the app is loaded and before the first worker forks: do
     once what each worker's first requests would do (contracteval_site/warmup.py)."""
+    import gc
+
     from contracteval_site.warmup import warm_up
 
     warm_up()
+    # what the warm-up built is shared by every worker; frozen, no collection copies it
+    gc.freeze()
