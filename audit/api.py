@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
@@ -27,6 +26,7 @@ from .api_teaching import ContractEnactmentsMixin, RunCorrectionsMixin
 from .filters import BatchApiFilter, ContractApiFilter, QueryApiFilter, RunApiFilter
 from .guards import LimitedJSONParser
 from .models import Batch, Contract, Project, Query, Run
+from .openapi import DeferredSchema, extend_schema
 from .permissions import (
     BATCH,
     IMPORT,
@@ -57,6 +57,8 @@ from .serializers import (
 class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
     """The projects you are a member of, with your role."""
 
+    schema = DeferredSchema()  # see audit/openapi.py
+
     permission_classes = [IsAuthenticated, ProjectRole]
     serializer_class = ProjectSerializer
     lookup_field = "slug"
@@ -75,6 +77,8 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
 
 class ContractViewSet(ContractEnactmentsMixin, viewsets.ReadOnlyModelViewSet):
     """Contract versions. Filters: ``project`` (slug), ``key``, ``status``."""
+
+    schema = DeferredSchema()  # see audit/openapi.py
 
     permission_classes = [IsAuthenticated, ProjectRole]
     required_roles = {"enactment:DELETE": UNTEACH}
@@ -118,6 +122,8 @@ class ContractViewSet(ContractEnactmentsMixin, viewsets.ReadOnlyModelViewSet):
 class QueryViewSet(viewsets.ReadOnlyModelViewSet):
     """Queries of the contracts you can see. Filters: ``project``, ``contract`` (pk)."""
 
+    schema = DeferredSchema()  # see audit/openapi.py
+
     permission_classes = [IsAuthenticated, ProjectRole]
     serializer_class = QuerySerializer
     filterset_class = QueryApiFilter
@@ -155,6 +161,8 @@ class RunViewSet(
     ``verdict``, ``family``, ``reviewed``. The list is newest first and paginated by
     cursor: ``{next, previous, results}``, no ``count`` (follow ``next`` to read on).
     """
+
+    schema = DeferredSchema()  # see audit/openapi.py
 
     parser_classes = [LimitedJSONParser, FormParser, MultiPartParser]
     permission_classes = [IsAuthenticated, ProjectRole]
@@ -288,6 +296,8 @@ class BatchViewSet(
     ``evaluator`` is ``contracteval`` (default) or an LLM judge baseline
     (``judge-output``, ``judge-trace``, ``judge-trace-checklist``, ``judge-expected``),
     which needs a configured LLM endpoint (400 naming it otherwise, nothing stored)."""
+
+    schema = DeferredSchema()  # see audit/openapi.py
 
     serializer_class = BatchSerializer
     parser_classes = [LimitedJSONParser, FormParser, MultiPartParser]

@@ -2,12 +2,16 @@
 
 drf-spectacular documents the success answers of each view; this postprocessing hook
 adds the error answers every API operation shares, so that a client (and schemathesis)
-finds each status code it can receive in the schema.
+finds each status code it can receive in the schema. Its generator applies the views'
+annotations first (:mod:`audit.openapi`). drf-spectacular loads this module only to
+generate a schema.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from drf_spectacular import generators as _spectacular_generators
 
 DETAIL = {
     "type": "object",
@@ -53,3 +57,14 @@ def document_errors(result: dict[str, Any], generator: Any, request: Any, public
                     },
                 )
     return result
+
+
+class SchemaGenerator(_spectacular_generators.SchemaGenerator):
+    """drf-spectacular's generator, with the views' recorded annotations applied first
+    (:mod:`audit.openapi`)."""
+
+    def get_schema(self, *args: Any, **kwargs: Any) -> Any:
+        from .openapi import apply_recorded
+
+        apply_recorded()
+        return super().get_schema(*args, **kwargs)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
@@ -20,6 +19,7 @@ from rest_framework.response import Response
 
 from . import services
 from .models import Enactment, RunCorrection
+from .openapi import extend_schema
 from .selectors import teaching as teaching_reads
 
 # What a correction does (named in the schema as CorrectionActionEnum).

@@ -7,7 +7,6 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.response import Response
@@ -15,6 +14,7 @@ from rest_framework.views import APIView
 
 from . import services
 from .models import Assignment, Node
+from .openapi import extend_schema
 from .permissions import (
     ASSIGN,
     COMMENT,

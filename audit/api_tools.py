@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
@@ -13,6 +12,7 @@ from rest_framework.views import APIView
 
 from . import services
 from .models import Node
+from .openapi import extend_schema
 from .permissions import EDIT, VIEW, contract_for
 from .selectors import tools as tool_reads
 

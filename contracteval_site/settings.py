@@ -308,6 +308,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Projects, contracts, queries and conformance runs of ContractEval.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # applies the views' OpenAPI annotations, recorded at import (audit/openapi.py)
+    "DEFAULT_GENERATOR_CLASS": "audit.api_schema.SchemaGenerator",
     # every operation documents its error answers (400/401/403/404/409/413/429)
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

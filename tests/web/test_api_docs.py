@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 pytestmark = pytest.mark.django_db
@@ -71,3 +74,35 @@ def test_the_schema_documents_the_run_list_as_paged_by_cursor_without_a_count(cl
     assert set(fields) == {"next", "previous", "results"}
     contracts = doc["paths"]["/api/contracts/"]["get"]  # the other lists keep page numbers
     assert "page" in {p["name"] for p in contracts["parameters"]}
+
+
+def _schema(client) -> dict:
+    response = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    assert response.status_code == 200
+    return json.loads(response.content)
+
+
+def test_the_views_annotations_recorded_at_import_reach_the_schema(client):
+    # the views record drf-spectacular's annotations and the generator applies them
+    # (audit/openapi.py): without them these operations would read as plain model views
+    paths = _schema(client)["paths"]
+    create = paths["/api/runs/"]["post"]["requestBody"]["content"]["application/json"]
+    assert create["schema"]["$ref"].endswith("/RunCreate")  # not the model serializer, Run
+    verdicts = paths["/api/runs/{id}/verdicts/"]
+    assert (
+        verdicts["get"]["responses"]["200"]["content"]["application/json"]["schema"]["type"]
+        == "array"
+    )
+    assert verdicts["post"]["responses"]["201"]["content"]["application/json"]["schema"][
+        "$ref"
+    ].endswith("/Verdict")
+    assert "204" in paths["/api/assignments/{id}/"]["delete"]["responses"]
+
+
+def test_two_schemas_generated_at_once_are_the_same(client):
+    from audit.api_schema import SchemaGenerator
+
+    with ThreadPoolExecutor(2) as pool:
+        first, second = pool.map(lambda _: SchemaGenerator().get_schema(public=True), range(2))
+    assert first == second
+    assert first["paths"]["/api/runs/"]["post"]["requestBody"]

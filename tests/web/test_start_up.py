@@ -29,6 +29,8 @@ HEAVY = (
     "celery",
     "kombu",
     "drf_spectacular.generators",
+    "drf_spectacular.openapi",  # what extend_schema and DRF's DefaultSchema would import
+    "rest_framework.test",
     "matching.evaluate",
     "matching.validate",
     "matching.semantic",
@@ -84,6 +86,21 @@ def test_starting_the_web_app_imports_no_engine_numerics_celery_or_schema_genera
     assert "audit.views" in loaded and "audit.api" in loaded  # the URLconf was loaded
     heavy = [m for m in HEAVY if m in loaded]
     assert heavy == [], "\n".join(_who_imports(m) for m in heavy)
+
+
+def test_manage_py_collects_garbage_again_once_the_apps_are_ready():
+    # start-up runs with the collector paused (contracteval_site/startup.py); a command
+    # that ran on with it paused would never free a reference cycle
+    out = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c",
+         "import gc, json; print(json.dumps([gc.isenabled(), gc.get_freeze_count()]))"],
+        cwd=ROOT, capture_output=True, text=True,
+        env=os.environ | {"DJANGO_SETTINGS_MODULE": "contracteval_site.settings"},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    enabled, frozen = json.loads(out.stdout.splitlines()[-1])
+    assert enabled is True
+    assert frozen > 10_000  # what start-up built is never traced again
 
 
 def test_the_first_task_sent_from_web_code_goes_through_the_configured_celery_app():
