@@ -24,7 +24,7 @@ SERVE_CONN_MAX_AGE ?= 60
 VENV_PATH := PATH=$(CURDIR)/$(BIN):$$PATH
 
 .PHONY: run serve test test-postgres install install-dev static model lint bench bench-batch \
-	loadtest seed-runs results suite clean-venv
+	bench-cold-start loadtest seed-runs results suite clean-venv
 
 $(BIN)/python:
 	@test -n "$(PYTHON)" || { echo "Python >= 3.12 not found (set PYTHON=...)"; exit 1; }
@@ -95,6 +95,10 @@ test-postgres: install
 
 bench: install
 	$(BIN)/contracteval bench
+
+# Cold start: manage.py check beside a bare Django project and one with a DRF viewset.
+bench-cold-start: install
+	$(BIN)/python bench/cold_start.py --runs 15
 
 # The batch throughput benchmark: the fixture suite through the API with 1, 2 and 4
 # worker processes on PostgreSQL and Redis (docs/benchmarks.md).
