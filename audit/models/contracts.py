@@ -72,6 +72,11 @@ class Contract(models.Model):
     # queries, details, tools): derived reads such as the engine's audit are cached under
     # it. Bumped under the contract's lock by every service that may change the export.
     revision = models.PositiveBigIntegerField(default=0, editable=False)
+    # Counts the same changes but for reviews (which only move nodes into or out of
+    # *rejected*): the export is then the one of the same content with other nodes left
+    # out, so what was read of the content at this count can be reused (the export base
+    # cached per content revision, ``audit.selectors.workspace``).
+    content_revision = models.PositiveBigIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ["key", "-version"]
