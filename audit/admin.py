@@ -75,9 +75,7 @@ class AuditedReadOnly(admin.ModelAdmin):
 
 
 def _revise(contract_pks) -> None:
-    Contract.objects.filter(pk__in=contract_pks).update(
-        revision=F("revision") + 1, content_revision=F("content_revision") + 1
-    )
+    Contract.objects.filter(pk__in=contract_pks).update(revision=F("revision") + 1)
 
 
 @admin.register(Contract)

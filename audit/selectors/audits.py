@@ -1,8 +1,8 @@
 """The engine's audit of a contract's export, cached.
 
 Two caches, both keyed by counters that every change counts up under the contract's
-lock (``Contract.revision`` and ``content_revision``, see
-:func:`audit.selectors.contracts.revision_stamp`):
+lock (``Contract.revision``, and the content revision: ``revision - review_revision``,
+the changes that were not reviews; see :func:`audit.selectors.contracts.revision_stamp`):
 
 - ``ce-audit:<revision>``: the audit of the export at that revision;
 - ``ce-export:<content revision>``: the :class:`~audit.selectors.documents.ExportBase`
@@ -104,15 +104,15 @@ def _links(contract: Contract) -> tuple[str, str, list[Link]]:
         .order_by("nodes__position", "nodes__pk")
         .values_list(
             "revision",
-            "content_revision",
+            "review_revision",
             "nodes__pk",
             "nodes__parent_id",
             "nodes__review_status",
             "nodes__node_id",
         )
     )
-    revision, content = found[0][:2]
-    stamp, content_stamp = stamps(contract.pk, contract.created_at, revision, content)
+    revision, reviews = found[0][:2]
+    stamp, content_stamp = stamps(contract.pk, contract.created_at, revision, reviews)
     links = [row[2:] for row in found if row[2] is not None]
     return stamp, content_stamp, links
 

@@ -43,21 +43,22 @@ class ContractRows:
 
 def revision_stamp(contract_pk: int) -> tuple[str, str]:
     """What identifies the content of a contract now: its pk, creation time (a reused pk
-    is another contract) and ``revision``; and the same with ``content_revision``. Read
+    is another contract) and ``revision``; and the same with its content revision. Read
     it before the rows it stands for, so that a derived value stored under it was
     computed from content at least that new."""
-    revision, content, created = (
+    revision, reviews, created = (
         Contract.objects.filter(pk=contract_pk)
-        .values_list("revision", "content_revision", "created_at")
+        .values_list("revision", "review_revision", "created_at")
         .get()
     )
-    return stamps(contract_pk, created, revision, content)
+    return stamps(contract_pk, created, revision, reviews)
 
 
-def stamps(contract_pk: int, created, revision: int, content_revision: int) -> tuple[str, str]:
-    """The keys of :func:`revision_stamp` from the values read."""
+def stamps(contract_pk: int, created, revision: int, review_revision: int) -> tuple[str, str]:
+    """The keys of :func:`revision_stamp` from the values read: the content revision is
+    the count of changes that were not reviews (see ``Contract.review_revision``)."""
     at = f"{contract_pk}:{created.timestamp()}"
-    return f"{at}:{revision}", f"{at}:c{content_revision}"
+    return f"{at}:{revision}", f"{at}:c{revision - review_revision}"
 
 
 def _applies_to(contract: Contract) -> dict[int, list[int]]:

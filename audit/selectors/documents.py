@@ -4,7 +4,8 @@ document once the rejected nodes are left out).
 
 The split is what lets a review be audited without reading the contract again: a
 review changes only which nodes are rejected, so the base read before it still holds
-(``Contract.content_revision`` says when it does not), and the new document is the old
+(the content revision, ``Contract.revision - Contract.review_revision``, says when it
+does not), and the new document is the old
 base with the new set of rejected nodes. Both the fresh export and that cached path go
 through the same two functions, so they cannot drift apart.
 """

@@ -72,19 +72,16 @@ def touch(contract: Contract, *, revise: bool = True, content: bool = True) -> N
     if revise:
         fields["revision"] = F("revision") + 1
         contract.revision += 1
-        if content:
-            fields["content_revision"] = F("content_revision") + 1
-            contract.content_revision += 1
+        if not content:
+            fields["review_revision"] = F("review_revision") + 1
+            contract.review_revision += 1
     Contract.objects.filter(pk=contract.pk).update(**fields)
 
 
 def revise(contract: Contract) -> None:
     """Count a change of what ``contract`` exports (see ``Contract.revision``)."""
-    Contract.objects.filter(pk=contract.pk).update(
-        revision=F("revision") + 1, content_revision=F("content_revision") + 1
-    )
+    Contract.objects.filter(pk=contract.pk).update(revision=F("revision") + 1)
     contract.revision += 1
-    contract.content_revision += 1
 
 
 def check_span(contract: Contract, start: int, end: int) -> tuple[int, int]:
