@@ -4,8 +4,9 @@ Builds a throw-away SQLite database with one contract of N nodes over a ~30k-cha
 artifact (two thirds proposed), then times the pages and htmx actions a reviewer uses
 through Django's test client, in this process (so the figures are the server's time:
 views, queries, templates; no network, no browser). Each figure is the median of
-``--repeat`` requests after one warm-up request; CPU seconds of this process are
-reported beside wall seconds because the machine may be shared.
+``--repeat`` requests after one warm-up request, with the range of CPU time beside it;
+CPU seconds of this process are reported beside wall seconds because the machine may be
+shared.
 
     .venv/bin/python scripts/bench_workspace.py [--nodes 1000] [--repeat 7]
 """
@@ -78,8 +79,9 @@ def build(n_nodes: int):
     return user, contract, nodes
 
 
-def timed(call, repeat: int, *, warm: bool = True) -> tuple[float, float, int]:
-    """Median wall and CPU seconds of ``call()`` and the size of its last response."""
+def timed(call, repeat: int, *, warm: bool = True) -> tuple[float, float, float, float, int]:
+    """Median wall and CPU seconds of ``call()``, the least and most CPU seconds, and
+    the size of its last response."""
     if warm:
         call()
     walls, cpus, size = [], [], 0
@@ -90,10 +92,10 @@ def timed(call, repeat: int, *, warm: bool = True) -> tuple[float, float, int]:
         cpus.append(time.process_time() - c)
         assert response.status_code in (200, 302), response.status_code
         size = len(response.content)
-    return statistics.median(walls), statistics.median(cpus), size
+    return statistics.median(walls), statistics.median(cpus), min(cpus), max(cpus), size
 
 
-def run(n_nodes: int, repeat: int) -> list[tuple[str, float, float, int]]:
+def run(n_nodes: int, repeat: int) -> list[tuple[str, float, float, float, float, int]]:
     from django.core.cache import cache
     from django.test import Client
 
@@ -137,9 +139,10 @@ def main() -> None:
         setup(Path(tmp) / "bench.sqlite3")
         rows = run(args.nodes, args.repeat)
     print(f"workspace at {args.nodes} nodes (median of {args.repeat}; bulk: of 3)")
-    print(f"  {'request':42} {'wall ms':>8} {'cpu ms':>8} {'KB':>7}")
-    for name, wall, cpu, size in rows:
-        print(f"  {name:42} {wall * 1000:8.1f} {cpu * 1000:8.1f} {size / 1024:7.1f}")
+    print(f"  {'request':42} {'wall ms':>8} {'cpu ms':>8} {'cpu range':>13} {'KB':>7}")
+    for name, wall, cpu, low, high, size in rows:
+        spread = f"{low * 1000:.1f}–{high * 1000:.1f}"
+        print(f"  {name:42} {wall * 1000:8.1f} {cpu * 1000:8.1f} {spread:>13} {size / 1024:7.1f}")
 
 
 if __name__ == "__main__":

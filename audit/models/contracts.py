@@ -72,6 +72,13 @@ class Contract(models.Model):
     # queries, details, tools): derived reads such as the engine's audit are cached under
     # it. Bumped under the contract's lock by every service that may change the export.
     revision = models.PositiveBigIntegerField(default=0, editable=False)
+    # How many of those changes were reviews (a node moved into or out of *rejected*,
+    # nothing else): ``revision - review_revision`` then counts the changes of the
+    # content, and the export base read at one such count holds for every review after
+    # it (``audit.selectors.audits``). Counted this way, a writer that knows only
+    # ``revision`` (the admin, an older process during a deploy) changes the content
+    # count too, so it can never leave a stale base in use.
+    review_revision = models.PositiveBigIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ["key", "-version"]

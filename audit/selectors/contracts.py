@@ -16,10 +16,7 @@ from django.db.models import Count, F, Max, Q, TextField
 from django.db.models.functions import Cast
 
 from ..models import Contract, Edge, Invariant, Node, Project, Query, ReviewStatus, Span
-
-CONTRACT_FORMAT = "contracteval.contract/v1"
-# Where an exported contract carries its tool catalogue (the first root node's meta).
-TOOLS_KEY = "tools"
+from .documents import export_base, rejected_ids
 
 
 @dataclass
@@ -34,22 +31,34 @@ class ContractRows:
     applies_to: dict[int, list[int]]  # invariant pk -> node pks
     queries: list[Query]
     # The contract's revision as read *before* the rows (see :func:`revision_stamp`);
-    # empty for a partial read, which has no export.
+    # empty for a partial read, which has no export. ``content_stamp`` is the same for
+    # its content revision (what the export shows bar which nodes are rejected).
     stamp: str = ""
+    content_stamp: str = ""
     by_pk: dict[int, Node] = field(init=False)
 
     def __post_init__(self) -> None:
         self.by_pk = {n.pk: n for n in self.nodes}
 
 
-def revision_stamp(contract_pk: int) -> str:
+def revision_stamp(contract_pk: int) -> tuple[str, str]:
     """What identifies the content of a contract now: its pk, creation time (a reused pk
-    is another contract) and ``revision``. Read it before the rows it stands for, so
-    that a derived value stored under it was computed from content at least that new."""
-    revision, created = (
-        Contract.objects.filter(pk=contract_pk).values_list("revision", "created_at").get()
+    is another contract) and ``revision``; and the same with its content revision. Read
+    it before the rows it stands for, so that a derived value stored under it was
+    computed from content at least that new."""
+    revision, reviews, created = (
+        Contract.objects.filter(pk=contract_pk)
+        .values_list("revision", "review_revision", "created_at")
+        .get()
     )
-    return f"{contract_pk}:{created.timestamp()}:{revision}"
+    return stamps(contract_pk, created, revision, reviews)
+
+
+def stamps(contract_pk: int, created, revision: int, review_revision: int) -> tuple[str, str]:
+    """The keys of :func:`revision_stamp` from the values read: the content revision is
+    the count of changes that were not reviews (see ``Contract.review_revision``)."""
+    at = f"{contract_pk}:{created.timestamp()}"
+    return f"{at}:{revision}", f"{at}:c{revision - review_revision}"
 
 
 def _applies_to(contract: Contract) -> dict[int, list[int]]:
@@ -65,7 +74,7 @@ def _applies_to(contract: Contract) -> dict[int, list[int]]:
 
 def load_contract_rows(contract: Contract) -> ContractRows:
     """All rows of ``contract`` in seven queries (the first reads its revision)."""
-    stamp = revision_stamp(contract.pk)
+    stamp, content_stamp = revision_stamp(contract.pk)
     nodes = list(Node.objects.filter(contract=contract).order_by("position", "pk"))
     spans: dict[int, list[Span]] = defaultdict(list)
     invariant_spans: dict[int, list[Span]] = defaultdict(list)
@@ -89,6 +98,7 @@ def load_contract_rows(contract: Contract) -> ContractRows:
         applies_to=applies_to,
         queries=list(Query.objects.filter(contract=contract).order_by("position", "pk")),
         stamp=stamp,
+        content_stamp=content_stamp,
     )
 
 
@@ -133,7 +143,7 @@ def export_rows(contract: Contract) -> ContractRows:
     instances for the thousands of nodes, spans and edges: building model instances was
     most of the cost of exporting (and so auditing) a large contract. Only for the
     export: the records have no methods and cannot be saved."""
-    stamp = revision_stamp(contract.pk)
+    stamp, content_stamp = revision_stamp(contract.pk)
     node_fields = ("pk", "node_id", "type", "label", "description", "required", "explicit")
     # meta read as text: most nodes have none, and Django's JSON field decodes each one
     nodes = [
@@ -170,100 +180,13 @@ def export_rows(contract: Contract) -> ContractRows:
         applies_to=applies_to,
         queries=list(Query.objects.filter(contract=contract).order_by("position", "pk")),
         stamp=stamp,
+        content_stamp=content_stamp,
     )
-
-
-def _span_dict(text: str, s: Span) -> dict[str, Any]:
-    return {"start": s.start, "end": s.end, "quote": text[s.start : s.end]}
 
 
 def document_from_rows(rows: ContractRows, *, include_rejected: bool = False) -> dict[str, Any]:
     """The ``contracteval.contract/v1`` document of the rows (see :func:`contract_document`)."""
-    c, text = rows.contract, rows.text
-    kept = {n.pk for n in rows.nodes if include_rejected or not n.is_rejected}
-    doc: dict[str, Any] = {"format": CONTRACT_FORMAT, "id": c.key}
-    if c.title:
-        doc["title"] = c.title
-    if c.domain:
-        doc["domain"] = c.domain
-    artifact: dict[str, Any] = {"text": text}
-    if c.artifact.media_type:
-        artifact["media_type"] = c.artifact.media_type
-    doc["artifact"] = artifact
-    doc["nodes"] = _node_docs(rows, kept)
-    _attach_catalogue(doc["nodes"], c.tool_catalogue)
-    doc["edges"] = [
-        {
-            "source": rows.by_pk[e.source_id].node_id,
-            "target": rows.by_pk[e.target_id].node_id,
-            "kind": e.kind,
-        }
-        for e in rows.edges
-        if e.source_id in kept and e.target_id in kept
-    ]
-    doc["invariants"] = _invariant_docs(rows, kept)
-    doc["queries"] = [
-        {"id": q.query_id, "text": q.text, "intents": q.intents, "branches": q.branches}
-        for q in rows.queries
-    ]
-    return doc
-
-
-def _attach_catalogue(nodes: list[dict[str, Any]], catalogue: list[Any]) -> None:
-    """Put the tool catalogue in the first root node's ``meta.tools``: the format has no
-    contract-level meta, and a node's meta is free-form (docs/engine.md)."""
-    if not catalogue:
-        return
-    root = next((n for n in nodes if n["parent"] is None), None)
-    if root is not None:
-        root["meta"] = {**root["meta"], TOOLS_KEY: catalogue}
-
-
-def _node_docs(rows: ContractRows, kept: set[int]) -> list[dict[str, Any]]:
-    """The kept nodes; a node below a dropped one hangs from its nearest kept ancestor."""
-
-    def exported_parent(node: Node) -> str | None:
-        seen: set[int] = set()
-        parent_pk = node.parent_id
-        while parent_pk is not None and parent_pk not in kept and parent_pk not in seen:
-            seen.add(parent_pk)
-            parent_pk = rows.by_pk[parent_pk].parent_id
-        return rows.by_pk[parent_pk].node_id if parent_pk in kept else None
-
-    return [
-        {
-            "id": n.node_id,
-            "type": n.type,
-            "label": n.label,
-            "description": n.description,
-            "required": n.required,
-            "explicit": n.explicit,
-            "combine": n.combine,
-            "parent": exported_parent(n),
-            "evidence": [_span_dict(rows.text, s) for s in rows.spans.get(n.pk, [])],
-            "meta": n.meta,
-        }
-        for n in rows.nodes
-        if n.pk in kept
-    ]
-
-
-def _invariant_docs(rows: ContractRows, kept: set[int]) -> list[dict[str, Any]]:
-    invariants = []
-    for inv in rows.invariants:
-        d: dict[str, Any] = {
-            "id": inv.inv_id,
-            "label": inv.label,
-            "description": inv.description,
-            "evidence": [_span_dict(rows.text, s) for s in rows.invariant_spans.get(inv.pk, [])],
-            "applies_to": [
-                rows.by_pk[pk].node_id for pk in rows.applies_to.get(inv.pk, []) if pk in kept
-            ],
-        }
-        if inv.machine_check is not None:
-            d["check"] = inv.machine_check
-        invariants.append(d)
-    return invariants
+    return export_base(rows).document(() if include_rejected else rejected_ids(rows))
 
 
 def contract_document(contract: Contract, *, include_rejected: bool = False) -> dict[str, Any]:

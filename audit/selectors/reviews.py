@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 from django.db.models import Max, Min, Q
 
 from ..models import Contract, Invariant, Node, ReviewStatus, Span
+from .audits import Link, contract_audit
 from .contracts import ContractRows, node_rows
-from .workspace import OutlineRow, Segment, contract_audit, outline_order, segments, status_counts
+from .workspace import OutlineRow, Segment, outline_order, segments, status_counts
 
 if TYPE_CHECKING:
     from matching.validate import Audit
@@ -35,17 +36,9 @@ class Skeleton:
         self.rank = {pk: i for i, (pk, _, _) in enumerate(self.order)}
 
 
-def skeleton(contract: Contract, rows: ContractRows | None = None) -> Skeleton:
-    """The outline order, statuses and ids of ``contract``'s nodes, in one query, or
-    from ``rows`` (all its nodes) when they were loaded already."""
-    if rows is not None:
-        links = [(n.pk, n.parent_id, n.review_status, n.node_id) for n in rows.nodes]
-    else:
-        links = list(
-            Node.objects.filter(contract=contract)
-            .order_by("position", "pk")
-            .values_list("pk", "parent_id", "review_status", "node_id")
-        )
+def skeleton(links: Sequence[Link]) -> Skeleton:
+    """The outline order, statuses and ids of the nodes of ``links``
+    (:func:`audit.selectors.audits.contract_audit` reads them with the audit)."""
     return Skeleton(
         order=outline_order([(pk, parent) for pk, parent, _, _ in links]),
         status={pk: status for pk, _, status, _ in links},
@@ -135,8 +128,8 @@ def review_answer(
 ) -> ReviewAnswer:
     """The answer after ``changed`` (``(node, status before)``), showing node
     ``selected`` or, with ``advance``, the next node to review after it."""
-    audit, rows_read = contract_audit(contract)  # all rows, when not cached
-    sk = skeleton(contract, rows_read)
+    read = contract_audit(contract)
+    audit, sk = read.audit, skeleton(read.links)
     if advance and selected is not None:
         selected = next_to_review(sk, selected)
     rows = node = None

@@ -4,14 +4,11 @@ a node's detail, the audit history, and the query preview. Each works on the row
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-from django.core.cache import cache
 
 from matching.conditioning import Expected, condition
 from matching.errors import ContractEvalError
@@ -28,7 +25,8 @@ from ..models import (
     ProposalRun,
     ReviewStatus,
 )
-from .contracts import ContractRows, document_from_rows, export_rows, revision_stamp
+from .audits import cached_audit
+from .contracts import ContractRows, document_from_rows
 
 if TYPE_CHECKING:
     from matching.validate import Audit
@@ -172,51 +170,6 @@ def find_node(rows: ContractRows, node_id: str | None) -> Node | None:
     if not node_id:
         return None
     return next((n for n in rows.nodes if n.node_id == node_id), None)
-
-
-AUDIT_CACHE_SECONDS = 3600
-
-
-def cached_audit(doc: dict[str, Any]) -> Audit:
-    """The engine's audit of any document, computed once per distinct document (the
-    key is a hash of the document itself)."""
-    body = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return _audit_under("ce-audit:" + hashlib.sha256(body.encode()).hexdigest(), lambda: doc)
-
-
-def _audit_under(key: str, document: Callable[[], dict[str, Any]]) -> Audit:
-    """The audit cached under ``key``, or the audit of ``document()`` stored there."""
-    audit = cache.get(key)
-    if audit is None:
-        # the validator (networkx, jsonschema) loads with the first audit, not at start-up
-        from matching.validate import audit_contract
-
-        audit = audit_contract(document())
-        cache.set(key, audit, AUDIT_CACHE_SECONDS)
-    return audit
-
-
-def audit_rows(rows: ContractRows) -> Audit:
-    """The engine's audit of the rows' export, computed once per contract revision.
-
-    The key is the revision the rows were read at (``rows.stamp``); every service that
-    may change the export counts the revision up under the contract's lock, so a stale
-    audit is never served, and reviews the export cannot show (confirm, undo to
-    *proposed*) keep it. Hashing the whole document instead cost as much as loading it.
-    """
-    if not rows.stamp:  # a partial read: nothing to key on
-        return cached_audit(document_from_rows(rows))
-    return _audit_under(f"ce-audit:{rows.stamp}", lambda: document_from_rows(rows))
-
-
-def contract_audit(contract: Contract) -> tuple[Audit, ContractRows | None]:
-    """The engine's audit of ``contract`` as it is now; its rows are loaded only when
-    the audit of the current revision is not cached yet (and returned, else None)."""
-    audit = cache.get(f"ce-audit:{revision_stamp(contract.pk)}")
-    if audit is not None:
-        return audit, None
-    rows = export_rows(contract)
-    return audit_rows(rows), rows
 
 
 VERBS = {

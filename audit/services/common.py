@@ -63,13 +63,18 @@ def editable(contract: Contract) -> None:
         )
 
 
-def touch(contract: Contract, *, revise: bool = True) -> None:
+def touch(contract: Contract, *, revise: bool = True, content: bool = True) -> None:
     """Mark ``contract`` changed; ``revise=False`` only for a change its export cannot
-    show (a review between *proposed* and *confirmed*), which keeps its cached audit."""
+    show (a review between *proposed* and *confirmed*), which keeps its cached audit;
+    ``content=False`` only for a change of which nodes are rejected and nothing else (a
+    review), which keeps the export base its audit is derived from."""
     fields: dict[str, Any] = {"updated_at": timezone.now()}
     if revise:
         fields["revision"] = F("revision") + 1
         contract.revision += 1
+        if not content:
+            fields["review_revision"] = F("review_revision") + 1
+            contract.review_revision += 1
     Contract.objects.filter(pk=contract.pk).update(**fields)
 
 

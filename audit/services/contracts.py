@@ -29,7 +29,8 @@ from ..models import (
     Span,
 )
 from ..permissions import EDIT, IMPORT, REVIEW, authorize
-from ..selectors.contracts import TOOLS_KEY, contract_document
+from ..selectors.contracts import contract_document
+from ..selectors.documents import TOOLS_KEY
 from .adjudication import after_audited, before_audited
 from .common import ServiceError, record
 from .concurrency import check_version, locked_contract, retry_on_lock

@@ -70,9 +70,10 @@ def nodes_review(
         )
         if changed:
             # the export leaves rejected nodes out: only a move into or out of
-            # *rejected* changes it (and so the cached audit)
+            # *rejected* changes it (and so the cached audit), and only by which nodes
+            # it leaves out (so the cached export base still holds)
             shown = any(ReviewStatus.REJECTED in (before, status) for _, before in changed)
-            touch(contract, revise=shown)
+            touch(contract, revise=shown, content=False)
     return changed
 
 

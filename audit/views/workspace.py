@@ -33,6 +33,7 @@ from ..forms import (
 )
 from ..models import Edge, Node, NodeType, ReviewStatus, Span
 from ..permissions import EDIT, REVIEW, UNTEACH, VIEW, contract_for, has_role
+from ..selectors import audits as audit_reads
 from ..selectors import contracts as contract_reads
 from ..selectors import teaching as teaching_reads
 from ..selectors import workspace as ws
@@ -133,7 +134,7 @@ def workspace_context(
     engine's conditioning) is only built when asked for or ``with_queries``; the page
     loads it when the tab is opened."""
     rows = contract_reads.load_contract_rows(contract)
-    audit = ws.audit_rows(rows)
+    audit = audit_reads.audit_rows(rows)
     selected = ws.find_node(rows, selected_id)
     ctx = panel_context(
         contract, membership, rows, selected, panel=panel, form=form, error=error, **panel_extra

@@ -5,21 +5,28 @@ must equal the export built from model instances."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import random
 import re
 
 import pytest
 from django.core.cache import cache
+from django.db import transaction
+from django.db.models import F
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from audit import services
-from audit.models import Edge, Node
+from audit.models import Contract, Edge, Node
+from audit.selectors import audits
+from audit.selectors.audits import audit_rows, contract_audit
 from audit.selectors.contracts import (
     contract_document,
     document_from_rows,
     export_rows,
     load_contract_rows,
+    revision_stamp,
 )
-from audit.selectors.workspace import contract_audit
 from audit.services.reviews import nodes_review
 from matching.validate import audit_contract
 
@@ -76,7 +83,7 @@ def test_the_cached_audit_equals_a_fresh_full_audit_after_random_edits(
         contract_audit(contract)  # fills the cache at this revision
         _random_edit(rng, contract, users["annotator"])
         fresh = audit_contract(contract_document(contract))
-        assert contract_audit(contract)[0].to_dict() == fresh.to_dict()
+        assert contract_audit(contract).audit.to_dict() == fresh.to_dict()
 
 
 def test_a_reject_answers_with_the_audit_of_the_export_without_the_node(login, contract) -> None:
@@ -139,10 +146,186 @@ def test_a_deletion_in_the_admin_counts_the_revision_so_the_old_audit_is_not_sho
     from django.contrib.admin.sites import site
 
     cache.clear()
-    before, _ = contract_audit(contract)
+    before = contract_audit(contract).audit
     edge = Edge.objects.filter(contract=contract, kind="branches_to").first()
     assert edge is not None and before.ok
     site._registry[Edge].delete_model(rf.post("/"), edge)
-    after, _ = contract_audit(contract)
+    after = contract_audit(contract).audit
     assert not after.ok  # an outcome without its branches_to edge is an error
     assert after.to_dict() == audit_contract(contract_document(contract)).to_dict()
+
+
+# ------------------------------------------------- the audit derived after reviews
+#
+# A review moves nodes into or out of *rejected* only: its audit is derived from the
+# export base cached for the contract's content revision (audit.selectors.audits). These
+# properties drive random sequences of reviews (single and bulk), edits, reads of the
+# page and cache evictions, and a read racing a change, through the services; after
+# each step the audit (and the links read with it) must be those of a fresh export.
+
+STEP_KINDS = [
+    "reject",
+    "undo",
+    "confirm",
+    "bulk_reject",
+    "bulk_undo",
+    "label",
+    "reparent",
+    "edge",
+    "unedge",
+    "details",
+    "page",
+    "evict_audits",
+    "clear",
+    "race_review",
+    "race_edit",
+]
+steps = st.lists(
+    st.tuples(st.sampled_from(STEP_KINDS), st.integers(0, 2**16), st.integers(1, 2**11)),
+    min_size=1,
+    max_size=10,
+)
+
+
+@pytest.fixture
+def rich_contract(project, users, refund_doc):
+    """refund-mini with an invariant applying to three nodes and a tool catalogue on its
+    root: rejecting the root moves the catalogue to the next root of the export."""
+    doc = copy.deepcopy(refund_doc)
+    doc["invariants"][0]["applies_to"] = ["approve_refund", "reply_json", "offer_credit"]
+    doc["nodes"][0]["meta"] = {"tools": [{"type": "function", "function": {"name": "refund"}}]}
+    return services.contract_import(project=project, user=users["admin"], source=doc)
+
+
+class _Rollback(Exception):
+    """Ends an example: its changes are rolled back, so the next starts afresh."""
+
+
+def _links_now(contract) -> list[tuple]:
+    return list(
+        Node.objects.filter(contract=contract)
+        .order_by("position", "pk")
+        .values_list("pk", "parent_id", "review_status", "node_id")
+    )
+
+
+def _fresh(contract) -> dict:
+    return audit_contract(contract_document(contract)).to_dict()
+
+
+def _review_some(contract, user, action: str, pick: int, mask: int) -> None:
+    """``action`` on one node (``mask`` 0) or on the nodes whose bit is set in ``mask``."""
+    nodes = list(Node.objects.filter(contract=contract).order_by("pk"))
+    chosen = [n for i, n in enumerate(nodes) if mask >> i & 1] or [nodes[pick % len(nodes)]]
+    nodes_review(
+        contract=contract, user=user, action=action, nodes=[(n.pk, n.version) for n in chosen]
+    )
+
+
+def _apply(kind: str, pick: int, mask: int, contract, user) -> None:
+    """One change through the services (reviews, or an edit of the content)."""
+    nodes = list(Node.objects.filter(contract=contract).order_by("pk"))
+    node = nodes[pick % len(nodes)]
+    if kind in ("reject", "undo", "confirm"):
+        _review_some(contract, user, kind, pick, 0)
+    elif kind in ("bulk_reject", "bulk_undo"):
+        _review_some(contract, user, kind.removeprefix("bulk_"), pick, mask)
+    elif kind == "reparent":  # a node moves under another (a cycle is refused)
+        parent = nodes[mask % len(nodes)]
+        with contextlib.suppress(services.ServiceError):
+            data = {"parent": None if parent.pk == node.pk else parent}
+            services.node_update(node=node, user=user, data=data, expected_version=node.version)
+    else:
+        _random_edit(random.Random(pick * 4099 + mask), contract, user)
+
+
+def _race(kind: str, pick: int, mask: int, contract, user, monkeypatch) -> None:
+    """A read of the audit with the export base not cached, while another request
+    changes the contract between the read of the statuses and the read of the rows: a
+    review leaves the content as it was (the audit is the one of the statuses read), an
+    edit does not (the audit is the one of the rows read, with their links)."""
+    cache.clear()
+    before, links_before = _fresh(contract), _links_now(contract)
+    real = audits.export_rows
+
+    def racing(c):
+        monkeypatch.setattr(audits, "export_rows", real)
+        if kind == "race_review":
+            _apply("reject", pick, mask, contract, user)
+        else:  # a copied label: the content changes, and the audit warns of it
+            nodes = list(Node.objects.filter(contract=contract).order_by("pk"))
+            node, other = nodes[pick % len(nodes)], nodes[mask % len(nodes)]
+            data = {"label": other.label + " ", "parent": node.parent}
+            services.node_update(node=node, user=user, data=data, expected_version=node.version)
+        return real(c)
+
+    monkeypatch.setattr(audits, "export_rows", racing)
+    read = contract_audit(contract)
+    if kind == "race_review":
+        assert (read.audit.to_dict(), read.links) == (before, links_before)
+    else:
+        assert (read.audit.to_dict(), read.links) == (_fresh(contract), _links_now(contract))
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(steps=steps)
+def test_the_audit_derived_after_reviews_equals_a_fresh_full_audit(
+    rich_contract, users, monkeypatch, steps
+) -> None:
+    user, contract = users["annotator"], rich_contract
+    with contextlib.suppress(_Rollback), transaction.atomic():
+        cache.clear()  # the rolled-back revisions of earlier examples are counted again
+        for kind, pick, mask in steps:
+            if kind == "page":
+                audit_rows(load_contract_rows(contract))
+            elif kind == "evict_audits":  # only the export base is left
+                cache.delete_many([k for k in _keys() if k.startswith("ce-audit:")])
+            elif kind == "clear":
+                cache.clear()
+            elif kind.startswith("race_"):
+                _race(kind, pick, mask, contract, user, monkeypatch)
+            else:
+                _apply(kind, pick, mask, contract, user)
+            read = contract_audit(contract)
+            assert read.audit.to_dict() == _fresh(contract)
+            assert read.links == _links_now(contract)
+        raise _Rollback
+
+
+def _keys() -> list[str]:
+    """The keys of the local-memory cache the tests run with (without their prefix)."""
+    return [k.split(":", 2)[2] for k in cache._cache]  # type: ignore[attr-defined]
+
+
+def test_a_review_keeps_the_content_revision_and_an_edit_or_a_bare_revision_counts_it(
+    contract, users
+) -> None:
+    user = users["annotator"]
+    node = Node.objects.filter(contract=contract).order_by("pk")[3]
+    revision, content = revision_stamp(contract.pk)
+    nodes_review(contract=contract, user=user, action="reject", nodes=[(node.pk, node.version)])
+    rejected = revision_stamp(contract.pk)
+    assert rejected[0] != revision and rejected[1] == content
+    node.refresh_from_db()
+    services.node_update(
+        node=node, user=user, data={"parent": node.parent}, expected_version=node.version
+    )
+    edited = revision_stamp(contract.pk)
+    assert edited[0] != rejected[0] and edited[1] != content
+    # a writer that counts only the revision (the admin) changes the content count too
+    Contract.objects.filter(pk=contract.pk).update(revision=F("revision") + 1)
+    assert revision_stamp(contract.pk)[1] != edited[1]
+
+
+def test_a_reject_is_audited_without_reading_the_rows_again(contract, users, monkeypatch) -> None:
+    cache.clear()
+    contract_audit(contract)  # the export base of this content is cached now
+    monkeypatch.setattr(audits, "export_rows", None)  # would fail if called
+    node = Node.objects.get(contract=contract, node_id="check_window")
+    nodes_review(contract=contract, user=users["annotator"], action="reject", nodes=[(node.pk, 1)])
+    monkeypatch.undo()
+    assert contract_audit(contract).audit.to_dict() == _fresh(contract)
