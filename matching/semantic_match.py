@@ -35,6 +35,14 @@ one by one (``scripts/results.py``). With every rule on:
   several sentences does not dilute the part that enacts an obligation.
 - *cover repeat*: an unpaired sentence is an extra action only when its best similarity
   to every declared node and every artifact sentence is below ``cover``; else a repeat.
+- *cover said*: for an unpaired message that tells (not a tool call, not a question) the
+  bar is ``cover_said`` (below ``cover``): an on-topic remark or piece of advice is
+  commentary on the procedure; a tool call acts, and keeps ``cover``.
+- *share* (a bar, 0 switches it off): an obligation to tell the outcome ("Summarise the
+  outcome", "Notify the requester of the outcome") still unpaired pairs with the closing
+  message when it opens as a recap ("So …", "To sum up, …"), lies in its order window and
+  reads like it (sim ≥ ``share``), even when that message is already paired: the last
+  message reports the last action *and* tells the outcome.
 
 >>> Rules().threshold <= Rules().confident
 True
@@ -54,7 +62,14 @@ from scipy.optimize import linear_sum_assignment
 from .conditioning import Expected
 from .formats import ObservedNode
 from .match import Alignment, call_quotes, calls_tool
-from .semantic import cover_scores, is_tool_call, node_matrix, observed_parts, observed_text
+from .semantic import (
+    cover_scores,
+    is_tool_call,
+    node_matrix,
+    observed_parts,
+    observed_text,
+)
+from .telling import recaps, reports_outcome, tells
 
 _ORDERED = ("requires", "enables", "branches_to")
 
@@ -78,6 +93,11 @@ class Rules:
     same_move: bool = True
     adjacent: float = 0.30  # a neighbour's obligation, read at least this well
     parts: bool = True
+    # a message to the user may also enact an obligation to tell, read at least this well
+    share: float = 0.15  # chosen by a cross-validation by contract (docs/engine.md)
+    # an unpaired message that tells (not a call, not a question) is commentary on the
+    # procedure from this cover score on; a tool call keeps ``cover``
+    cover_said: float = 0.33  # chosen by a cross-validation by contract (docs/engine.md)
 
     def toggled(self, name: str) -> Rules:
         """These rules with one switched: a rule that is on goes off, one that is off
@@ -89,6 +109,10 @@ class Rules:
             return replace(self, mutual=0.0 if value else RULES.mutual)
         if name == "adjacent":
             return replace(self, adjacent=0.0 if value else RULES.adjacent)
+        if name == "share":
+            return replace(self, share=0.0 if value else RULES.share)
+        if name == "cover_said":  # off: a message needs the cover of any other step
+            return replace(self, cover_said=self.cover if value < self.cover else RULES.cover_said)
         return replace(self, **{name: not value})
 
 
@@ -105,6 +129,8 @@ ABLATIONS = (
     "same_move",
     "adjacent",
     "parts",
+    "share",
+    "cover_said",
 )
 
 
@@ -157,6 +183,11 @@ def semantic_align(
     weights = np.where(cand, act + rules.prior * _closeness(len(rows), len(kept)), 0.0)
     m = Alignment("semantic", kept, [], {}, {})
     pairs = _assign(expected, kept, act, weights, rules, pairable)
+    if rules.share > 0:
+        taken = set(pairs.values())
+        shared = _share(expected, kept, text, act, pairs, rules.share)
+        pairs |= shared
+        m.shared = {e: kept[c].id for e, c in shared.items() if c in taken}
     m.pairs = {e: kept[pairs[e]].id for e in rows if e in pairs}
     m.scores = {e: float(act[rows.index(e), pairs[e]]) for e in m.pairs}
     by_row = margins(act, {rows.index(e): pairs[e] for e in m.pairs})
@@ -243,6 +274,37 @@ def _assign(
     if rules.mutual > 0:
         _mutual(act, pairable, done, before, steps, rules.mutual)
     return {rows[r]: col for r, col in done.items()}
+
+
+def _share(
+    expected: Expected,
+    kept: list[ObservedNode],
+    text: str,
+    act: np.ndarray,
+    pairs: dict[str, int],
+    bar: float,
+) -> dict[str, int]:
+    """Obligations to tell the outcome, still unpaired -> the closing message when
+    it opens as a recap ("So …", "To sum up, …"), lies in their order window and reads like
+    them (at least ``bar``), even when it is already paired: the last message reports the
+    last action *and* tells the outcome."""
+    said = [j for j, o in enumerate(kept) if tells(o, text)]
+    if not said or not recaps(kept[said[-1]], text):
+        return {}
+    c = said[-1]
+    rows = expected.nodes
+    by_id = expected.contract.by_id
+    steps = np.array([o.step for o in kept])
+    before = _precedence(expected)
+    done = {rows.index(e): col for e, col in pairs.items()}
+    out: dict[str, int] = {}
+    for r, e in enumerate(rows):
+        if e in pairs or not reports_outcome(by_id[e]) or act[r, c] < bar:
+            continue
+        if _window(r, done, before, steps)[c]:
+            out[e] = c
+            done[r] = c
+    return out
 
 
 def _group_max(flat: np.ndarray, groups: list[list[str]]) -> np.ndarray:
@@ -363,7 +425,8 @@ def _leftovers(
         elif rules.tools_extra and is_tool_call(o, text):
             continue
         elif cover is not None:
-            if n_act and cover[k] >= rules.cover:
+            bar = min(rules.cover, rules.cover_said) if tells(o, text) else rules.cover
+            if n_act and cover[k] >= bar:
                 m.repeats.append((o.id, rows[int(np.argmax(col))]))
         elif best_a >= rules.threshold:
             m.repeats.append((o.id, rows[int(np.argmax(col))]))
