@@ -98,6 +98,8 @@ class Rules:
     # an unpaired message that tells (not a call, not a question) is commentary on the
     # procedure from this cover score on; a tool call keeps ``cover``
     cover_said: float = 0.33  # chosen by a cross-validation by contract (docs/engine.md)
+    # *share* also pairs an obligation to tell the outcome with a free message
+    share_free: bool = True
 
     def toggled(self, name: str) -> Rules:
         """These rules with one switched: a rule that is on goes off, one that is off
@@ -131,6 +133,7 @@ ABLATIONS = (
     "parts",
     "share",
     "cover_said",
+    "share_free",
 )
 
 
@@ -185,7 +188,7 @@ def semantic_align(
     pairs = _assign(expected, kept, act, weights, rules, pairable)
     if rules.share > 0:
         taken = set(pairs.values())
-        shared = _share(expected, kept, text, act, pairs, rules.share)
+        shared = _share(expected, kept, text, act, pairs, rules)
         pairs |= shared
         m.shared = {e: kept[c].id for e, c in shared.items() if c in taken}
     m.pairs = {e: kept[pairs[e]].id for e in rows if e in pairs}
@@ -282,16 +285,21 @@ def _share(
     text: str,
     act: np.ndarray,
     pairs: dict[str, int],
-    bar: float,
+    rules: Rules,
 ) -> dict[str, int]:
     """Obligations to tell the outcome, still unpaired -> the closing message when
     it opens as a recap ("So …", "To sum up, …"), lies in their order window and reads like
-    them (at least ``bar``), even when it is already paired: the last message reports the
-    last action *and* tells the outcome."""
+    them (at least ``share``), even when it is already paired: the last message reports the
+    last action *and* tells the outcome. Else (``share_free``) the free message in their
+    window that reads most like them (at least ``share``), whatever obligation it reads
+    best as."""
     said = [j for j, o in enumerate(kept) if tells(o, text)]
-    if not said or not recaps(kept[said[-1]], text):
+    if not said:
         return {}
-    c = said[-1]
+    recap = said[-1] if recaps(kept[said[-1]], text) else None
+    taken = set(pairs.values())
+    free = np.zeros(len(kept), dtype=bool)
+    free[[j for j in said if j not in taken]] = True
     rows = expected.nodes
     by_id = expected.contract.by_id
     steps = np.array([o.step for o in kept])
@@ -299,11 +307,19 @@ def _share(
     done = {rows.index(e): col for e, col in pairs.items()}
     out: dict[str, int] = {}
     for r, e in enumerate(rows):
-        if e in pairs or not reports_outcome(by_id[e]) or act[r, c] < bar:
+        if e in pairs or not reports_outcome(by_id[e]):
             continue
-        if _window(r, done, before, steps)[c]:
+        win = _window(r, done, before, steps)
+        c: int | None = None
+        if recap is not None and win[recap] and act[r, recap] >= rules.share:
+            c = recap
+        elif rules.share_free:
+            ok = free & win & (act[r] >= rules.share)
+            c = int(np.argmax(np.where(ok, act[r], -1.0))) if ok.any() else None
+        if c is not None:
             out[e] = c
             done[r] = c
+            free[c] = False
     return out
 
 

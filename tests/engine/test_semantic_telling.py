@@ -150,3 +150,41 @@ def test_the_overlay_lists_the_shared_step_under_both_obligations() -> None:
     assert {"id": step, "relation": "pairs"} in nodes["tell"]["observed"]
     assert {"id": step, "relation": "pairs"} in nodes["refund"]["observed"]
     assert nodes["tell"]["satisfied"]
+
+
+def _free_message_case(tail: str) -> tuple[Any, list[Any], str, Any]:
+    """The refund trace with ``tail`` as the last message, and a similarity matrix in
+    which that message reads best as the refund (0.50) and only weakly (0.20) as the
+    outcome: no round pairs it with the outcome, and mutual does not either."""
+    import numpy as np
+
+    from matching.conditioning import condition
+    from matching.match import keep_evidence
+
+    text = TRACE.replace(
+        "[assistant] So, to wrap up: I've refunded the £40 to your original card.\n", ""
+    )
+    text += '[tool] issue_refund(order_id="5521")\n' + tail
+    kept, _ = keep_evidence(extract_behaviour(text))
+    exp = condition(OUTCOME, "q1")
+    act = np.zeros((len(exp.nodes), len(kept)))
+    act[exp.nodes.index("refund"), -1] = 0.50
+    act[exp.nodes.index("tell"), -1] = 0.20
+    return exp, kept, text, act
+
+
+def test_a_free_message_after_the_action_can_tell_the_outcome() -> None:
+    from matching.semantic_match import _share
+
+    exp, kept, text, act = _free_message_case("[assistant] The £40 is on its way to your card.\n")
+    pairs = {"lookup": 0, "refund": len(kept) - 2}
+    assert _share(exp, kept, text, act, pairs, RULES) == {"tell": len(kept) - 1}
+    assert _share(exp, kept, text, act, pairs, replace(RULES, share_free=False)) == {}
+
+
+def test_a_question_never_tells_the_outcome() -> None:
+    from matching.semantic_match import _share
+
+    exp, kept, text, act = _free_message_case("[assistant] Could you check your card next week?\n")
+    pairs = {"lookup": 0, "refund": len(kept) - 2}
+    assert _share(exp, kept, text, act, pairs, RULES) == {}
