@@ -42,7 +42,12 @@ one by one (``scripts/results.py``). With every rule on:
   outcome", "Notify the requester of the outcome") still unpaired pairs with the closing
   message when it opens as a recap ("So …", "To sum up, …"), lies in its order window and
   reads like it (sim ≥ ``share``), even when that message is already paired: the last
-  message reports the last action *and* tells the outcome.
+  message reports the last action *and* tells the outcome. With *share free*, failing a
+  recap, the free message in its window that reads most like it (sim ≥ ``share``).
+- *second choice* (a bar, 0 switches it off): after that, an obligation still unpaired
+  pairs with a free step in its window whose own best obligation is already paired
+  elsewhere (the step would only repeat it) and that does not read like an inactive
+  branch, when it reads like the obligation at least ``second_choice``.
 
 >>> Rules().threshold <= Rules().confident
 True
@@ -69,9 +74,11 @@ from .semantic import (
     observed_parts,
     observed_text,
 )
-from .telling import recaps, reports_outcome, tells
-
-_ORDERED = ("requires", "enables", "branches_to")
+from .semantic_late import precedence as _precedence
+from .semantic_late import second_choice as _second
+from .semantic_late import share as _share
+from .semantic_late import window as _window
+from .telling import tells
 
 
 @dataclass(frozen=True)
@@ -100,6 +107,8 @@ class Rules:
     cover_said: float = 0.33  # chosen by a cross-validation by contract (docs/engine.md)
     # *share* also pairs an obligation to tell the outcome with a free message
     share_free: bool = True
+    # a free step whose best obligation is paired elsewhere may enact its next choice
+    second_choice: float = 0.25  # chosen by a cross-validation by contract
 
     def toggled(self, name: str) -> Rules:
         """These rules with one switched: a rule that is on goes off, one that is off
@@ -113,6 +122,8 @@ class Rules:
             return replace(self, adjacent=0.0 if value else RULES.adjacent)
         if name == "share":
             return replace(self, share=0.0 if value else RULES.share)
+        if name == "second_choice":
+            return replace(self, second_choice=0.0 if value else RULES.second_choice)
         if name == "cover_said":  # off: a message needs the cover of any other step
             return replace(self, cover_said=self.cover if value < self.cover else RULES.cover_said)
         return replace(self, **{name: not value})
@@ -134,6 +145,7 @@ ABLATIONS = (
     "share",
     "cover_said",
     "share_free",
+    "second_choice",
 )
 
 
@@ -191,6 +203,12 @@ def semantic_align(
         shared = _share(expected, kept, text, act, pairs, rules)
         pairs |= shared
         m.shared = {e: kept[c].id for e, c in shared.items() if c in taken}
+    if rules.second_choice > 0:
+        inact = s[n_act:]
+        best_i = inact.max(axis=0) if inact.size else np.zeros(len(kept))
+        # a step that reads like an inactive branch is left to the wrong-branch rule
+        branchy = (best_i >= rules.threshold) & (best_i > (act.max(axis=0) if n_act else 0.0))
+        pairs |= _second(expected, kept, act, pairs, pairable, rules.second_choice, branchy)
     m.pairs = {e: kept[pairs[e]].id for e in rows if e in pairs}
     m.scores = {e: float(act[rows.index(e), pairs[e]]) for e in m.pairs}
     by_row = margins(act, {rows.index(e): pairs[e] for e in m.pairs})
@@ -279,50 +297,6 @@ def _assign(
     return {rows[r]: col for r, col in done.items()}
 
 
-def _share(
-    expected: Expected,
-    kept: list[ObservedNode],
-    text: str,
-    act: np.ndarray,
-    pairs: dict[str, int],
-    rules: Rules,
-) -> dict[str, int]:
-    """Obligations to tell the outcome, still unpaired -> the closing message when
-    it opens as a recap ("So …", "To sum up, …"), lies in their order window and reads like
-    them (at least ``share``), even when it is already paired: the last message reports the
-    last action *and* tells the outcome. Else (``share_free``) the free message in their
-    window that reads most like them (at least ``share``), whatever obligation it reads
-    best as."""
-    said = [j for j, o in enumerate(kept) if tells(o, text)]
-    if not said:
-        return {}
-    recap = said[-1] if recaps(kept[said[-1]], text) else None
-    taken = set(pairs.values())
-    free = np.zeros(len(kept), dtype=bool)
-    free[[j for j in said if j not in taken]] = True
-    rows = expected.nodes
-    by_id = expected.contract.by_id
-    steps = np.array([o.step for o in kept])
-    before = _precedence(expected)
-    done = {rows.index(e): col for e, col in pairs.items()}
-    out: dict[str, int] = {}
-    for r, e in enumerate(rows):
-        if e in pairs or not reports_outcome(by_id[e]):
-            continue
-        win = _window(r, done, before, steps)
-        c: int | None = None
-        if recap is not None and win[recap] and act[r, recap] >= rules.share:
-            c = recap
-        elif rules.share_free:
-            ok = free & win & (act[r] >= rules.share)
-            c = int(np.argmax(np.where(ok, act[r], -1.0))) if ok.any() else None
-        if c is not None:
-            out[e] = c
-            done[r] = c
-            free[c] = False
-    return out
-
-
 def _group_max(flat: np.ndarray, groups: list[list[str]]) -> np.ndarray:
     """Columns of ``flat`` (one per text) reduced to one per group: the best text."""
     out = np.zeros((flat.shape[0], len(groups)))
@@ -332,14 +306,6 @@ def _group_max(flat: np.ndarray, groups: list[list[str]]) -> np.ndarray:
             out[:, j] = flat[:, k : k + len(g)].max(axis=1)
         k += len(g)
     return out
-
-
-def _window(r: int, done: dict[int, int], before: np.ndarray, steps: np.ndarray) -> np.ndarray:
-    """The steps node r may pair with: no earlier than any paired node that must precede
-    it, no later than any that must follow it."""
-    lo = max((steps[c] for p, c in done.items() if before[p, r]), default=-1)
-    hi = min((steps[c] for p, c in done.items() if before[r, p]), default=1 << 30)
-    return (steps >= lo) & (steps <= hi)
 
 
 def _mutual(
@@ -374,30 +340,6 @@ def _mutual(
         if best is None:
             return
         done[best[1]] = best[2]
-
-
-def _precedence(expected: Expected) -> np.ndarray:
-    """before[i, j]: node i must come no later than node j (requires/enables/branches_to edges,
-    extended to the subtrees of their ends, transitively)."""
-    rows = expected.nodes
-    idx = {e: i for i, e in enumerate(rows)}
-    n = len(rows)
-    before = np.zeros((n, n), dtype=bool)
-    for edge in expected.edges:
-        if edge.kind not in _ORDERED:
-            continue
-        src, dst = set(expected.subtree(edge.source)), set(expected.subtree(edge.target))
-        if edge.target in src:  # a decision and its own outcome: the node itself first
-            src = {edge.source}
-        elif edge.source in dst:
-            continue
-        us = [x for x in src if x in idx]
-        vs = [x for x in dst if x in idx]
-        for u in us:
-            before[idx[u], [idx[v] for v in vs]] = True
-    for k in range(n):  # transitive closure (Warshall), n is a contract's size
-        before |= before[:, [k]] & before[[k], :]
-    return before
 
 
 def _leftovers(

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from matching.behaviour import extract_behaviour
 from matching.evaluate import evaluate
 from matching.semantic_match import RULES, rules_in_effect
@@ -174,7 +176,7 @@ def _free_message_case(tail: str) -> tuple[Any, list[Any], str, Any]:
 
 
 def test_a_free_message_after_the_action_can_tell_the_outcome() -> None:
-    from matching.semantic_match import _share
+    from matching.semantic_late import share as _share
 
     exp, kept, text, act = _free_message_case("[assistant] The £40 is on its way to your card.\n")
     pairs = {"lookup": 0, "refund": len(kept) - 2}
@@ -183,8 +185,40 @@ def test_a_free_message_after_the_action_can_tell_the_outcome() -> None:
 
 
 def test_a_question_never_tells_the_outcome() -> None:
-    from matching.semantic_match import _share
+    from matching.semantic_late import share as _share
 
     exp, kept, text, act = _free_message_case("[assistant] Could you check your card next week?\n")
     pairs = {"lookup": 0, "refund": len(kept) - 2}
     assert _share(exp, kept, text, act, pairs, RULES) == {}
+
+
+def _second_case(best: float, other: float) -> tuple[Any, list[Any], Any, dict[str, int]]:
+    """The refund trace with a free last message that reads ``best`` as the refund
+    (already paired with the call) and ``other`` as the still unpaired outcome."""
+    exp, kept, _, act = _free_message_case("[assistant] The £40 is on its way to your card.\n")
+    act[exp.nodes.index("refund"), -1] = best
+    act[exp.nodes.index("tell"), -1] = other
+    return exp, kept, act, {"lookup": 0, "refund": len(kept) - 2}
+
+
+def test_a_step_that_only_repeats_a_paired_obligation_takes_a_close_second_choice() -> None:
+    from matching.semantic_late import second_choice
+
+    exp, kept, act, pairs = _second_case(0.32, 0.27)
+    pairable = np.ones(len(exp.nodes), dtype=bool)
+    none = np.zeros(len(kept), dtype=bool)
+    assert second_choice(exp, kept, act, pairs, pairable, 0.25, none) == {"tell": len(kept) - 1}
+    # a step that reads like an inactive branch is left to the wrong-branch rule
+    assert second_choice(exp, kept, act, pairs, pairable, 0.25, ~none) == {}
+
+
+def test_a_distant_second_choice_is_not_taken() -> None:
+    from matching.semantic_late import second_choice
+
+    # the step reads far better as the refund: the outcome is still omitted
+    exp, kept, act, pairs = _second_case(0.60, 0.27)
+    pairable = np.ones(len(exp.nodes), dtype=bool)
+    none = np.zeros(len(kept), dtype=bool)
+    assert second_choice(exp, kept, act, pairs, pairable, 0.25, none) == {}
+    exp, kept, act, pairs = _second_case(0.30, 0.20)  # below the bar
+    assert second_choice(exp, kept, act, pairs, pairable, 0.25, none) == {}
