@@ -50,10 +50,15 @@ class Alignment:
     # expected id -> sim of its pair minus the best sim of the same step to another
     # active obligation (semantic and token modes; a weak pairing has a small one)
     margins: dict[str, float] = field(default_factory=dict)
+    # expected id -> observed id of the pairs whose step already enacts another
+    # obligation (semantic mode: a closing message reports an action and tells the
+    # outcome); they are in ``pairs`` too
+    shared: dict[str, str] = field(default_factory=dict)
 
     @property
     def paired_observed(self) -> dict[str, str]:
-        return {o: e for e, o in self.pairs.items()}
+        """Observed id -> the obligation it enacts (the first, when a step enacts two)."""
+        return {o: e for e, o in self.pairs.items() if e not in self.shared}
 
 
 def keep_evidence(obs: Observed) -> tuple[list[ObservedNode], list[tuple[str, str]]]:

@@ -216,6 +216,8 @@ def _nodes(ev: Evaluation, targets: dict[str, Target]) -> list[dict[str, Any]]:
     for oid, (target, relation) in targets.items():
         if target is not None and relation is not None:
             observed_of.setdefault(target, []).append({"id": oid, "relation": relation})
+    for target, oid in m.shared.items():  # a step that enacts this obligation beside another
+        observed_of.setdefault(target, []).append({"id": oid, "relation": "pairs"})
     nodes: list[dict[str, Any]] = []
     for n in c.nodes:
         state = _state(ev, n.id, wrong_decisions)

@@ -35,6 +35,19 @@ one by one (``scripts/results.py``). With every rule on:
   several sentences does not dilute the part that enacts an obligation.
 - *cover repeat*: an unpaired sentence is an extra action only when its best similarity
   to every declared node and every artifact sentence is below ``cover``; else a repeat.
+- *cover said*: for an unpaired message that tells (not a tool call, not a question) the
+  bar is ``cover_said`` (below ``cover``): an on-topic remark or piece of advice is
+  commentary on the procedure; a tool call acts, and keeps ``cover``.
+- *share* (a bar, 0 switches it off): an obligation to tell the outcome ("Summarise the
+  outcome", "Notify the requester of the outcome") still unpaired pairs with the closing
+  message when it opens as a recap ("So …", "To sum up, …"), lies in its order window and
+  reads like it (sim ≥ ``share``), even when that message is already paired: the last
+  message reports the last action *and* tells the outcome. With *share free*, failing a
+  recap, the free message in its window that reads most like it (sim ≥ ``share``).
+- *second choice* (a bar, 0 switches it off): after that, an obligation still unpaired
+  pairs with a free step in its window whose own best obligation is already paired
+  elsewhere (the step would only repeat it) and that does not read like an inactive
+  branch, when it reads like the obligation at least ``second_choice``.
 
 >>> Rules().threshold <= Rules().confident
 True
@@ -54,9 +67,18 @@ from scipy.optimize import linear_sum_assignment
 from .conditioning import Expected
 from .formats import ObservedNode
 from .match import Alignment, call_quotes, calls_tool
-from .semantic import cover_scores, is_tool_call, node_matrix, observed_parts, observed_text
-
-_ORDERED = ("requires", "enables", "branches_to")
+from .semantic import (
+    cover_scores,
+    is_tool_call,
+    node_matrix,
+    observed_parts,
+    observed_text,
+)
+from .semantic_late import precedence as _precedence
+from .semantic_late import second_choice as _second
+from .semantic_late import share as _share
+from .semantic_late import window as _window
+from .telling import tells
 
 
 @dataclass(frozen=True)
@@ -78,6 +100,15 @@ class Rules:
     same_move: bool = True
     adjacent: float = 0.30  # a neighbour's obligation, read at least this well
     parts: bool = True
+    # a message to the user may also enact an obligation to tell, read at least this well
+    share: float = 0.15  # chosen by a cross-validation by contract (docs/engine.md)
+    # an unpaired message that tells (not a call, not a question) is commentary on the
+    # procedure from this cover score on; a tool call keeps ``cover``
+    cover_said: float = 0.33  # chosen by a cross-validation by contract (docs/engine.md)
+    # *share* also pairs an obligation to tell the outcome with a free message
+    share_free: bool = True
+    # a free step whose best obligation is paired elsewhere may enact its next choice
+    second_choice: float = 0.25  # chosen by a cross-validation by contract
 
     def toggled(self, name: str) -> Rules:
         """These rules with one switched: a rule that is on goes off, one that is off
@@ -89,6 +120,12 @@ class Rules:
             return replace(self, mutual=0.0 if value else RULES.mutual)
         if name == "adjacent":
             return replace(self, adjacent=0.0 if value else RULES.adjacent)
+        if name == "share":
+            return replace(self, share=0.0 if value else RULES.share)
+        if name == "second_choice":
+            return replace(self, second_choice=0.0 if value else RULES.second_choice)
+        if name == "cover_said":  # off: a message needs the cover of any other step
+            return replace(self, cover_said=self.cover if value < self.cover else RULES.cover_said)
         return replace(self, **{name: not value})
 
 
@@ -105,6 +142,10 @@ ABLATIONS = (
     "same_move",
     "adjacent",
     "parts",
+    "share",
+    "cover_said",
+    "share_free",
+    "second_choice",
 )
 
 
@@ -157,6 +198,17 @@ def semantic_align(
     weights = np.where(cand, act + rules.prior * _closeness(len(rows), len(kept)), 0.0)
     m = Alignment("semantic", kept, [], {}, {})
     pairs = _assign(expected, kept, act, weights, rules, pairable)
+    if rules.share > 0:
+        taken = set(pairs.values())
+        shared = _share(expected, kept, text, act, pairs, rules)
+        pairs |= shared
+        m.shared = {e: kept[c].id for e, c in shared.items() if c in taken}
+    if rules.second_choice > 0:
+        inact = s[n_act:]
+        best_i = inact.max(axis=0) if inact.size else np.zeros(len(kept))
+        # a step that reads like an inactive branch is left to the wrong-branch rule
+        branchy = (best_i >= rules.threshold) & (best_i > (act.max(axis=0) if n_act else 0.0))
+        pairs |= _second(expected, kept, act, pairs, pairable, rules.second_choice, branchy)
     m.pairs = {e: kept[pairs[e]].id for e in rows if e in pairs}
     m.scores = {e: float(act[rows.index(e), pairs[e]]) for e in m.pairs}
     by_row = margins(act, {rows.index(e): pairs[e] for e in m.pairs})
@@ -256,14 +308,6 @@ def _group_max(flat: np.ndarray, groups: list[list[str]]) -> np.ndarray:
     return out
 
 
-def _window(r: int, done: dict[int, int], before: np.ndarray, steps: np.ndarray) -> np.ndarray:
-    """The steps node r may pair with: no earlier than any paired node that must precede
-    it, no later than any that must follow it."""
-    lo = max((steps[c] for p, c in done.items() if before[p, r]), default=-1)
-    hi = min((steps[c] for p, c in done.items() if before[r, p]), default=1 << 30)
-    return (steps >= lo) & (steps <= hi)
-
-
 def _mutual(
     act: np.ndarray,
     pairable: np.ndarray,
@@ -296,30 +340,6 @@ def _mutual(
         if best is None:
             return
         done[best[1]] = best[2]
-
-
-def _precedence(expected: Expected) -> np.ndarray:
-    """before[i, j]: node i must come no later than node j (requires/enables/branches_to edges,
-    extended to the subtrees of their ends, transitively)."""
-    rows = expected.nodes
-    idx = {e: i for i, e in enumerate(rows)}
-    n = len(rows)
-    before = np.zeros((n, n), dtype=bool)
-    for edge in expected.edges:
-        if edge.kind not in _ORDERED:
-            continue
-        src, dst = set(expected.subtree(edge.source)), set(expected.subtree(edge.target))
-        if edge.target in src:  # a decision and its own outcome: the node itself first
-            src = {edge.source}
-        elif edge.source in dst:
-            continue
-        us = [x for x in src if x in idx]
-        vs = [x for x in dst if x in idx]
-        for u in us:
-            before[idx[u], [idx[v] for v in vs]] = True
-    for k in range(n):  # transitive closure (Warshall), n is a contract's size
-        before |= before[:, [k]] & before[[k], :]
-    return before
 
 
 def _leftovers(
@@ -363,7 +383,8 @@ def _leftovers(
         elif rules.tools_extra and is_tool_call(o, text):
             continue
         elif cover is not None:
-            if n_act and cover[k] >= rules.cover:
+            bar = min(rules.cover, rules.cover_said) if tells(o, text) else rules.cover
+            if n_act and cover[k] >= bar:
                 m.repeats.append((o.id, rows[int(np.argmax(col))]))
         elif best_a >= rules.threshold:
             m.repeats.append((o.id, rows[int(np.argmax(col))]))

@@ -173,7 +173,7 @@ def semantic_sections(out: dict) -> list[str]:
         f"| (none: the defaults) | {_brief(warm)} |",
     ]
     parts += [
-        f"| {rule} {'on' if getattr(RULES.toggled(rule), rule) else 'off'} | {_brief(s)} |"
+        f"| {rule} {'on' if getattr(RULES.toggled(rule), rule) is True else 'off'} | {_brief(s)} |"
         for rule, s in out["ablations"].items()
     ]
     return [*parts, ""]
