@@ -52,14 +52,17 @@ def outline_order(links: Sequence[tuple[int, int | None]]) -> list[tuple[int, in
     out: list[tuple[int, int, int]] = []
     seen: set[int] = set()
     stack: list[tuple[int, int]] = [(pk, 0) for pk in reversed(kids[None])]
+    no_kids: list[int] = []
     while stack:
         pk, depth = stack.pop()
         if pk in seen:
             continue
         seen.add(pk)
-        out.append((pk, depth, len(kids[pk])))
-        stack.extend((c, depth + 1) for c in reversed(kids[pk]))
-    out.extend((pk, 0, len(kids[pk])) for pk, _ in links if pk not in seen)
+        children = kids.get(pk, no_kids)  # most nodes are leaves: no list, no generator
+        out.append((pk, depth, len(children)))
+        for child in reversed(children):
+            stack.append((child, depth + 1))
+    out.extend((pk, 0, len(kids.get(pk, no_kids))) for pk, _ in links if pk not in seen)
     return out
 
 
