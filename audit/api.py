@@ -223,6 +223,7 @@ class RunViewSet(
                 model_name=d.get("model") or "",
                 judge_invariants=d.get("judge_invariants", False),
                 select=d.get("select") or "",
+                output=d.get("output") or "",
             )
         except services.ServiceError as exc:
             raise ValidationError({"input": [str(exc)]}) from exc

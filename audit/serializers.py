@@ -160,6 +160,15 @@ class RunCreateSerializer(serializers.Serializer):
     source_kind = serializers.ChoiceField(
         choices=["auto", "response", "trace"], default="auto", required=False
     )
+    output = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        default="",
+        help_text="the agent's final output, checked against the output requirements, for"
+        " an input that does not end with it (a pasted trace); an observed document has"
+        " its own",
+    )
     mode = serializers.ChoiceField(choices=RunMode.choices, default=RunMode.TOKEN)
     extractor = serializers.ChoiceField(choices=ExtractorName.choices, default=ExtractorName.NONE)
     model = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)

@@ -10,6 +10,14 @@ upload raises :class:`~matching.errors.ContractEvalError` naming what is wrong.
 ...                     query_key="q1")
 >>> (doc.kind, doc.extractor, doc.observed["source"]["kind"], doc.observed["output"])
 ('text', 'heuristic', 'response', 'I refunded the order.')
+
+A pasted trace has no final output of its own; give it beside the trace:
+
+>>> trace = '[tool] refund(order_id="7")\\n[assistant] Refunded.'
+>>> doc = prepare_input(kind="auto", data=trace, contract_key="c", query_key="q1",
+...                     output='{"resolution": "refunded"}')
+>>> (doc.observed["source"]["kind"], doc.observed["output"])
+('trace', '{"resolution": "refunded"}')
 """
 
 from __future__ import annotations
@@ -68,6 +76,7 @@ def prepare_input(
     extractor: str = "none",
     mode: str = "token",
     select: str | Mapping[str, str] | None = None,
+    output: str | None = None,
 ) -> PreparedInput:
     """Parse, render and validate one input.
 
@@ -87,6 +96,10 @@ def prepare_input(
     select : str or mapping, optional
         ``task_id=…,trial=…``: the trajectory of a τ-bench results file (a file of
         several without one is refused with the list of them).
+    output : str, optional
+        The agent's final output, checked against the output requirements, for an input
+        that does not end with it (a pasted trace); it replaces the final message a
+        transcript would give. An observed document carries its own ``output``.
 
     Returns
     -------
@@ -99,6 +112,13 @@ def prepare_input(
     """
     _check_options(mode, extractor)
     kind, data = _recognise(kind, data)
+    output = output if output and output.strip() else None
+    if kind == "observed" and output is not None:
+        raise ContractEvalError(
+            "an observed document gives its final output in its own 'output' field;"
+            " leave the separate final output empty",
+            rule="output",
+        )
     if kind == "observed":
         if isinstance(data, str):
             data = _parse_json(data)
@@ -106,7 +126,9 @@ def prepare_input(
         read_observed(data)  # schema, ids and steps: the engine's message on failure
         return PreparedInput(kind=kind, observed=dict(data), extractor=extractor)
     choice = parse_select(select) if isinstance(select, str) or select is None else select
-    return _rendered(kind, data, contract_key, query_key, source_kind, extractor, mode, choice)
+    return _rendered(
+        kind, data, contract_key, query_key, source_kind, extractor, mode, choice, output
+    )
 
 
 def _rendered(
@@ -118,9 +140,11 @@ def _rendered(
     extractor: str,
     mode: str,
     select: Mapping[str, str],
+    output: str | None = None,
 ) -> PreparedInput:
     """A transcript, action list or pasted text as an observed document with no nodes
-    (the extractor finds them), its final output kept for the output checks."""
+    (the extractor finds them), its final output (``output`` when given) kept for the
+    output checks."""
     if kind != "text" and isinstance(data, str):
         data = _parse_json(data)
     if kind != "text":
@@ -145,7 +169,7 @@ def _rendered(
         "source": {"kind": source_kind, "text": text},
         "nodes": [],
     }
-    output = _final_output(kind, data, text, source_kind)
+    output = output or _final_output(kind, data, text, source_kind)
     if output:
         doc["output"] = output
     read_observed(doc)

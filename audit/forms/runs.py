@@ -24,6 +24,14 @@ class RunForm(forms.Form):
         strip=False,
         widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false"}),
     )
+    output = forms.CharField(
+        label="Final output",
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
+        help_text="optional: the agent's final answer or record, checked against the"
+        " contract's output requirements, when the pasted trace does not end with it",
+    )
     select = forms.CharField(
         label="τ-bench trajectory",
         required=False,
@@ -80,6 +88,8 @@ class RunForm(forms.Form):
             data["payload"] = clean_pasted(data["text"], what="the pasted text")
         else:
             raise forms.ValidationError("upload a file or paste the trace")
+        if data.get("output"):
+            data["output"] = clean_pasted(data["output"], what="the final output")
         target = data.get("target") or ""
         pk, _, query = target.partition("|")
         data["contract_pk"], data["query_key"] = int(pk or 0), query

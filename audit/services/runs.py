@@ -140,6 +140,7 @@ def run_create(
     model_name: str = "",
     judge_invariants: bool = False,
     select: str = "",
+    output: str = "",
 ) -> tuple[Run, bool]:
     """A run of ``contract`` (audited) on one input, queued; ``(run, created)``.
 
@@ -147,6 +148,7 @@ def run_create(
     when an LLM takes part, its model and endpoint are inputs too. ``judge_invariants``:
     the LLM judges invariants with no machine check and no score in the document.
     ``select`` (``task_id=…,trial=…``) chooses the trajectory of a τ-bench results file.
+    ``output``: the agent's final output, for an input that does not end with it.
     """
     authorize(user, contract.project_id, RUN)
     query = _runnable_query(contract, query_key, mode, extractor, judge_invariants)
@@ -160,6 +162,7 @@ def run_create(
             extractor=extractor,
             mode=mode,
             select=select or None,
+            output=output or None,
         )
         check_json(prepared.observed, what="the input")  # NUL, unpaired surrogates
         condition(_document_and_contract(contract)[1], query_key)

@@ -94,6 +94,7 @@ def run_create(request, slug):
                     model_name=d["model_name"],
                     judge_invariants=bool(d.get("judge_invariants")),
                     select=d.get("select") or "",
+                    output=d.get("output") or "",
                 )
             except services.ServiceError as exc:
                 error = str(exc)

@@ -89,3 +89,48 @@ def test_the_api_takes_semantic_mode_and_refuses_it_without_the_model(
     r = client.post("/api/runs/", body, format="json")
     assert r.status_code == 400 and "make model" in r.content.decode()
     assert Run.objects.count() == 1
+
+
+FINAL_RECORD = '{"order_id": "1042", "resolution": "refunded"}'
+
+
+def test_a_pasted_clean_trace_with_its_final_record_is_clean_in_semantic_mode(
+    audited, login, django_capture_on_commit_callbacks
+):
+    form = _form(audited) | {"output": FINAL_RECORD}
+    with django_capture_on_commit_callbacks(execute=True):
+        r = login("annotator").post("/p/tests/runs/new/", form)
+    assert r.status_code == 302
+    run = Run.objects.get()
+    assert run.observed["output"] == FINAL_RECORD
+    assert run.report["failures"] == [] and run.verdict == "clean", run.report["failures"]
+
+
+def test_the_api_takes_the_final_output_beside_a_pasted_trace(
+    audited, users, django_capture_on_commit_callbacks
+):
+    client = APIClient()
+    token, _ = Token.objects.get_or_create(user=users["annotator"])
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    body = {
+        "contract": audited.pk,
+        "query": "q1",
+        "input": PASTED_CLEAN,
+        "mode": "semantic",
+        "extractor": "behaviour",
+        "output": '{"order_id": "1042"}',  # the record lacks its resolution
+    }
+    with django_capture_on_commit_callbacks(execute=True):
+        r = client.post("/api/runs/", body, format="json")
+    assert r.status_code == 201, r.content
+    assert _families(Run.objects.get()) == {("output_contract", "reply_json")}
+    observed = {
+        "format": "contracteval.observed/v1",
+        "contract": "refund-mini",
+        "query": "q1",
+        "source": {"kind": "trace", "text": PASTED_CLEAN},
+        "nodes": [],
+    }
+    r = client.post("/api/runs/", body | {"input": observed, "mode": "token"}, format="json")
+    assert r.status_code == 400 and "own 'output' field" in r.content.decode()
+    assert Run.objects.count() == 1
