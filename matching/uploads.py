@@ -112,13 +112,7 @@ def prepare_input(
     """
     _check_options(mode, extractor)
     kind, data = _recognise(kind, data)
-    output = output if output and output.strip() else None
-    if kind == "observed" and output is not None:
-        raise ContractEvalError(
-            "an observed document gives its final output in its own 'output' field;"
-            " leave the separate final output empty",
-            rule="output",
-        )
+    output = _given_output(kind, output)
     if kind == "observed":
         if isinstance(data, str):
             data = _parse_json(data)
@@ -177,6 +171,20 @@ def _rendered(
     return PreparedInput(
         kind=kind, observed=doc, extractor=extractor if extractor != "none" else "heuristic"
     )
+
+
+def _given_output(kind: str, output: str | None) -> str | None:
+    """The final output given beside the input (None when blank); refused beside an
+    observed document, which carries its own."""
+    if not (output and output.strip()):
+        return None
+    if kind == "observed":
+        raise ContractEvalError(
+            "an observed document gives its final output in its own 'output' field;"
+            " leave the separate final output empty",
+            rule="output",
+        )
+    return output
 
 
 def _check_options(mode: str, extractor: str) -> None:

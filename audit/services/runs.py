@@ -33,7 +33,7 @@ from matching.llm.config import LLMConfig
 from matching.llm.extractor import LLMExtractor
 from matching.llm.judge import judge_invariants
 from matching.overlay import overlay_payload
-from matching.uploads import prepare_input
+from matching.uploads import PreparedInput, prepare_input
 from matching.validate import load_contract
 
 from .. import enqueue
@@ -152,22 +152,17 @@ def run_create(
     """
     authorize(user, contract.project_id, RUN)
     query = _runnable_query(contract, query_key, mode, extractor, judge_invariants)
-    try:
-        prepared = prepare_input(
-            kind=kind,
-            data=data,
-            contract_key=contract.key,
-            query_key=query_key,
-            source_kind=source_kind,
-            extractor=extractor,
-            mode=mode,
-            select=select or None,
-            output=output or None,
-        )
-        check_json(prepared.observed, what="the input")  # NUL, unpaired surrogates
-        condition(_document_and_contract(contract)[1], query_key)
-    except ContractEvalError as exc:
-        raise ServiceError(str(exc)) from exc
+    prepared = _prepared(
+        contract,
+        query_key,
+        kind=kind,
+        data=data,
+        source_kind=source_kind,
+        extractor=extractor,
+        mode=mode,
+        select=select or None,
+        output=output or None,
+    )
     llm = _llm_fingerprint(judge_invariants or prepared.extractor == ExtractorName.LLM)
     digest = input_hash(
         contract, query_key, prepared.observed, mode, prepared.extractor, judge_invariants, llm
@@ -190,6 +185,18 @@ def run_create(
         created_by=actor(user),
     )
     return _store_new_run(run)
+
+
+def _prepared(contract: Contract, query_key: str, **options: Any) -> PreparedInput:
+    """The input parsed and checked against ``contract`` and its query (conditioned), or
+    a :class:`ServiceError` naming what is wrong."""
+    try:
+        prepared = prepare_input(contract_key=contract.key, query_key=query_key, **options)
+        check_json(prepared.observed, what="the input")  # NUL, unpaired surrogates
+        condition(_document_and_contract(contract)[1], query_key)
+    except ContractEvalError as exc:
+        raise ServiceError(str(exc)) from exc
+    return prepared
 
 
 def _llm_fingerprint(uses_llm: bool) -> dict[str, str] | None:

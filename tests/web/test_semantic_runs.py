@@ -28,6 +28,13 @@ def _families(run: Run) -> set[tuple[str, str]]:
     return {(f["family"], f["location"]) for f in run.report["failures"]}
 
 
+def _api(user) -> APIClient:
+    client = APIClient()
+    token, _ = Token.objects.get_or_create(user=user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
 def _form(audited, mode: str = "semantic") -> dict[str, str]:
     return {
         "target": f"{audited.pk}|q1",
@@ -68,9 +75,7 @@ def test_without_the_model_the_form_names_make_model_and_stores_nothing(
 def test_the_api_takes_semantic_mode_and_refuses_it_without_the_model(
     audited, users, monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks
 ):
-    client = APIClient()
-    token, _ = Token.objects.get_or_create(user=users["annotator"])
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    client = _api(users["annotator"])
     body = {
         "contract": audited.pk,
         "query": "q1",
@@ -109,9 +114,7 @@ def test_a_pasted_clean_trace_with_its_final_record_is_clean_in_semantic_mode(
 def test_the_api_takes_the_final_output_beside_a_pasted_trace(
     audited, users, django_capture_on_commit_callbacks
 ):
-    client = APIClient()
-    token, _ = Token.objects.get_or_create(user=users["annotator"])
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    client = _api(users["annotator"])
     body = {
         "contract": audited.pk,
         "query": "q1",
