@@ -45,6 +45,8 @@ class ArtifactAdmin(admin.ModelAdmin):
 class AuditedReadOnly(admin.ModelAdmin):
     """Change and delete only what belongs to a contract that is not audited."""
 
+    contract_field = "contract_id"  # the contract's pk, as a field of these rows
+
     def contract_of(self, obj):
         return obj.contract
 
@@ -61,15 +63,15 @@ class AuditedReadOnly(admin.ModelAdmin):
     # the audit cached for the old revision must not be shown for the new content.
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)
-        _revise([self.contract_of(form.instance).pk])
+        _revise([getattr(form.instance, self.contract_field)])
 
     def delete_model(self, request, obj):
-        pk = self.contract_of(obj).pk
+        pk = getattr(obj, self.contract_field)
         super().delete_model(request, obj)
         _revise([pk])
 
     def delete_queryset(self, request, queryset):
-        pks = [self.contract_of(obj).pk for obj in queryset]
+        pks = list(queryset.values_list(self.contract_field, flat=True).distinct())
         super().delete_queryset(request, queryset)
         _revise(pks)
 
@@ -84,6 +86,7 @@ class ContractAdmin(AuditedReadOnly):
     list_filter = ["status", "project"]
     search_fields = ["key", "title"]
     raw_id_fields = ["artifact", "previous"]
+    contract_field = "pk"
 
     def contract_of(self, obj):
         return obj

@@ -4,8 +4,8 @@ Two caches, both keyed by counters that every change counts up under the contrac
 lock (``Contract.revision``, and the content revision: ``revision - review_revision``,
 the changes that were not reviews; see :func:`audit.selectors.contracts.revision_stamp`):
 
-- ``ce-audit:<revision>``: the audit of the export at that revision;
-- ``ce-export:<content revision>``: the :class:`~audit.selectors.documents.ExportBase`
+- ``ce-audit:v1:<revision>``: the audit of the export at that revision;
+- ``ce-export:v1:<content revision>``: the :class:`~audit.selectors.documents.ExportBase`
   (the export of every node, rejected or not). A review only moves nodes into or out
   of *rejected*, which counts the revision but not the content revision: the new
   export is the cached base without the nodes rejected now, read in the same
@@ -34,6 +34,10 @@ if TYPE_CHECKING:
     from matching.validate import Audit
 
 AUDIT_CACHE_SECONDS = 3600
+# The cache outlives a deploy and holds pickles: a change to ExportBase or to the
+# engine's Audit must move these prefixes, or new code would read old objects.
+AUDIT_KEY = "ce-audit:v1:"
+EXPORT_KEY = "ce-export:v1:"
 # (pk, parent pk, review status, id) of a node, in declaration order
 Link = tuple[int, int | None, str, str]
 
@@ -49,7 +53,7 @@ def cached_audit(doc: dict[str, Any]) -> Audit:
     """The engine's audit of any document, computed once per distinct document (the
     key is a hash of the document itself)."""
     body = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return _audit_under("ce-audit:" + hashlib.sha256(body.encode()).hexdigest(), lambda: doc)
+    return _audit_under(AUDIT_KEY + hashlib.sha256(body.encode()).hexdigest(), lambda: doc)
 
 
 def _audit_under(key: str, document: Callable[[], dict[str, Any]]) -> Audit:
@@ -62,7 +66,7 @@ def _audit_under(key: str, document: Callable[[], dict[str, Any]]) -> Audit:
 
 
 def _store_base(content_stamp: str, base: ExportBase) -> None:
-    cache.set(f"ce-export:{content_stamp}", base, AUDIT_CACHE_SECONDS)
+    cache.set(f"{EXPORT_KEY}{content_stamp}", base, AUDIT_CACHE_SECONDS)
 
 
 def audit_rows(rows: ContractRows) -> Audit:
@@ -76,14 +80,13 @@ def audit_rows(rows: ContractRows) -> Audit:
     """
     if not rows.stamp:  # a partial read: nothing to key on
         return cached_audit(document_from_rows(rows))
-    key = f"ce-audit:{rows.stamp}"
-    audit = cache.get(key)
-    if audit is None:
+
+    def document() -> dict[str, Any]:
         base = export_base(rows)
         _store_base(rows.content_stamp, base)
-        audit = _audit(base.document(rejected_ids(rows)))
-        cache.set(key, audit, AUDIT_CACHE_SECONDS)
-    return audit
+        return base.document(rejected_ids(rows))
+
+    return _audit_under(f"{AUDIT_KEY}{rows.stamp}", document)
 
 
 @dataclass
@@ -126,11 +129,10 @@ def contract_audit(contract: Contract) -> AuditRead:
     the rows read (with their links).
     """
     stamp, content_stamp, links = _links(contract)
-    key = f"ce-audit:{stamp}"
-    audit = cache.get(key)
+    audit = cache.get(f"{AUDIT_KEY}{stamp}")
     if audit is not None:
         return AuditRead(audit, links)
-    base = cache.get(f"ce-export:{content_stamp}")
+    base = cache.get(f"{EXPORT_KEY}{content_stamp}")
     if base is None:
         rows = export_rows(contract)
         if rows.content_stamp != content_stamp:  # changed meanwhile: audit what was read
@@ -139,6 +141,4 @@ def contract_audit(contract: Contract) -> AuditRead:
         base = export_base(rows)
         _store_base(content_stamp, base)
     rejected = {node_id for _, _, status, node_id in links if status == ReviewStatus.REJECTED}
-    audit = _audit(base.document(rejected))
-    cache.set(key, audit, AUDIT_CACHE_SECONDS)
-    return AuditRead(audit, links)
+    return AuditRead(_audit_under(f"{AUDIT_KEY}{stamp}", lambda: base.document(rejected)), links)

@@ -115,10 +115,10 @@ class _NodeRow:
     parent_id: int | None
     meta: Any
     review_status: str
-    is_rejected: bool = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.is_rejected = self.review_status == ReviewStatus.REJECTED
+    @property
+    def is_rejected(self) -> bool:
+        return self.review_status == ReviewStatus.REJECTED
 
 
 @dataclass(slots=True)
@@ -259,32 +259,33 @@ def project_contracts(project: Project) -> list[Contract]:
     )
 
 
-def node_rows(contract: Contract, node: Node) -> ContractRows:
-    """The rows the panel of ``node`` shows (its spans, parent, children, edges and their
-    other ends, the invariants that apply), in four queries whatever the contract's size."""
+def node_rows(contract: Contract, node_pk: int, parent_pk: int | None) -> ContractRows:
+    """The rows the panel of node ``node_pk`` (whose parent is ``parent_pk``) shows: its
+    spans, parent, children, edges and their other ends, the invariants that apply, in
+    four queries whatever the contract's size. The node itself is among ``nodes``."""
     edges = list(
-        Edge.objects.filter(Q(source=node) | Q(target=node), contract=contract).order_by(
+        Edge.objects.filter(Q(source=node_pk) | Q(target=node_pk), contract=contract).order_by(
             "position", "pk"
         )
     )
-    near = {e.source_id for e in edges} | {e.target_id for e in edges} | {node.pk}
-    if node.parent_id:
-        near.add(node.parent_id)
+    near = {e.source_id for e in edges} | {e.target_id for e in edges} | {node_pk}
+    if parent_pk:
+        near.add(parent_pk)
     nodes = list(
-        Node.objects.filter(Q(pk__in=near) | Q(parent=node), contract=contract).order_by(
+        Node.objects.filter(Q(pk__in=near) | Q(parent=node_pk), contract=contract).order_by(
             "position", "pk"
         )
     )
-    invariants = list(Invariant.objects.filter(contract=contract, applies_to=node))
+    invariants = list(Invariant.objects.filter(contract=contract, applies_to=node_pk))
     return ContractRows(
         contract=contract,
         text=contract.artifact.text,
         nodes=nodes,
-        spans={node.pk: list(Span.objects.filter(node=node).order_by("position", "pk"))},
+        spans={node_pk: list(Span.objects.filter(node=node_pk).order_by("position", "pk"))},
         edges=edges,
         invariants=invariants,
         invariant_spans={},
-        applies_to={inv.pk: [node.pk] for inv in invariants},
+        applies_to={inv.pk: [node_pk] for inv in invariants},
         queries=[],
     )
 

@@ -134,9 +134,9 @@ def review_answer(
         selected = next_to_review(sk, selected)
     rows = node = None
     if selected in sk.status:
-        node = Node.objects.get(pk=selected)
-        rows = node_rows(contract, node)
-        node = rows.by_pk[node.pk]
+        parent = next(p for pk, p, _, _ in read.links if pk == selected)
+        rows = node_rows(contract, selected, parent)
+        node = rows.by_pk[selected]
     nodes = [n for n, _ in changed]
     return ReviewAnswer(
         selected=node,

@@ -70,16 +70,17 @@ NO_LLM_FOR_INVARIANTS = (
 
 
 # Per process: the document of an audited contract version, its digest and the
-# engine's contract, by (pk, updated_at). An audited version is never edited (every
-# edit refuses it) and a change of status moves updated_at; rebuilding the document
-# from its rows twice and auditing it again were half the CPU of creating a run.
+# engine's contract, by (pk, revision). An audited version is never edited through the
+# services, and every change that can reach its export (the admin's too) counts the
+# revision; rebuilding the document from its rows twice and auditing it again were
+# half the CPU of creating a run.
 _AUDITED: dict[tuple[int, Any], tuple[str, ContractDoc]] = {}
 
 
 def _document_and_contract(contract: Contract) -> tuple[str, ContractDoc]:
     """The digest of ``contract``'s document and the engine's (audited) contract; a
     failing audit raises ContractEvalError."""
-    key = (contract.pk, contract.updated_at)
+    key = (contract.pk, contract.revision)
     cached = _AUDITED.get(key) if contract.status == ContractStatus.AUDITED else None
     if cached is None:
         document = contract_document(contract)

@@ -198,7 +198,7 @@ def node_panel(request, pk, node_pk):
     node = get_object_or_404(Node, pk=node_pk, contract=contract)
     if not request.htmx:
         return redirect(workspace_url(contract, node))
-    rows = contract_reads.node_rows(contract, node)
+    rows = contract_reads.node_rows(contract, node.pk, node.parent_id)
     ctx = panel_context(contract, membership, rows, rows.by_pk[node.pk])
     return render(request, "audit/workspace.html#detail", ctx)
 
