@@ -36,6 +36,22 @@ def users(django_user_model):
 
 
 @pytest.fixture
+def api(users):
+    """An API client authenticated by token as the given role (None: anonymous)."""
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    def as_role(role: str | None) -> APIClient:
+        client = APIClient()
+        if role is not None:
+            token, _ = Token.objects.get_or_create(user=users[role])
+            client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        return client
+
+    return as_role
+
+
+@pytest.fixture
 def project(users):
     from audit.models import Membership, Project
 

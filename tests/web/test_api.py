@@ -7,7 +7,6 @@ import json
 from datetime import timedelta
 
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from audit.models import Batch, Contract, ReviewVerdict, Run
@@ -22,20 +21,6 @@ CHAT = [
     {"role": "user", "content": "Refund order 1042, please."},
     {"role": "assistant", "content": "I have refunded order 1042 to your card."},
 ]
-
-
-@pytest.fixture
-def api(users):
-    """An API client authenticated by token as the given role (None: anonymous)."""
-
-    def as_role(role: str | None) -> APIClient:
-        client = APIClient()
-        if role is not None:
-            token, _ = Token.objects.get_or_create(user=users[role])
-            client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-        return client
-
-    return as_role
 
 
 @pytest.fixture

@@ -13,8 +13,6 @@ import zipfile
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from .sweep import build_world, row_counts
 
@@ -28,17 +26,6 @@ DEPTH = "nested deeper than 64 levels"
 @pytest.fixture
 def world(project, users, refund_doc):
     return build_world(users, refund_doc)
-
-
-@pytest.fixture
-def api(users):
-    def as_role(role: str) -> APIClient:
-        client = APIClient()
-        token, _ = Token.objects.get_or_create(user=users[role])
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-        return client
-
-    return as_role
 
 
 def _text(response) -> str:

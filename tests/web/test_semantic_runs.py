@@ -4,8 +4,6 @@ extra action, and a missing embedding model is a clear error that stores nothing
 from __future__ import annotations
 
 import pytest
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from audit.models import Run
 from matching import embed
@@ -26,13 +24,6 @@ PASTED_CLEAN = """[user] Hi, I'd like a refund for order 1042 please, it arrived
 
 def _families(run: Run) -> set[tuple[str, str]]:
     return {(f["family"], f["location"]) for f in run.report["failures"]}
-
-
-def _api(user) -> APIClient:
-    client = APIClient()
-    token, _ = Token.objects.get_or_create(user=user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-    return client
 
 
 def _form(audited, mode: str = "semantic") -> dict[str, str]:
@@ -73,9 +64,9 @@ def test_without_the_model_the_form_names_make_model_and_stores_nothing(
 
 
 def test_the_api_takes_semantic_mode_and_refuses_it_without_the_model(
-    audited, users, monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks
+    audited, api, monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks
 ):
-    client = _api(users["annotator"])
+    client = api("annotator")
     body = {
         "contract": audited.pk,
         "query": "q1",
@@ -112,9 +103,9 @@ def test_a_pasted_clean_trace_with_its_final_record_is_clean_in_semantic_mode(
 
 
 def test_the_api_takes_the_final_output_beside_a_pasted_trace(
-    audited, users, django_capture_on_commit_callbacks
+    audited, api, django_capture_on_commit_callbacks
 ):
-    client = _api(users["annotator"])
+    client = api("annotator")
     body = {
         "contract": audited.pk,
         "query": "q1",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from audit import services
 from audit.models import AuditRecord, Enactment, Project, Run, RunCorrection
@@ -15,18 +14,6 @@ from .test_teaching import STEP, TRACE, _step_of
 from .test_teaching import _families as _failures
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def api(users):
-    def as_role(role: str | None) -> APIClient:
-        client = APIClient()
-        if role is not None:
-            token, _ = Token.objects.get_or_create(user=users[role])
-            client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-        return client
-
-    return as_role
 
 
 def _finished(contract, user, *, order="1042") -> Run:
