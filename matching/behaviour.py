@@ -126,10 +126,10 @@ def speech_act(sentence: str) -> str:
 
 _INTERJECTION = re.compile(r"^(?:oh no|oh dear|ouch|oh|ah|aw)[,!.]\s*", re.I)
 _SYMPATHY = re.compile(
-    r"^(?:(?:i'?m|i am|we'?re|we are) )?(?:so |very |really |truly )?sorry\b(?!,? but\b).*"
+    r"^(?:(?:i'?m|i am|we'?re|we are) )?(?:so |very |really |truly )?sorry\b(?!,? but\b)[^,]*"
     r"|^(?:that|this|it)(?:'s| sounds| must be| must have been| is| was)(?: such| really| so| very)?"
     r"(?: a| an)? (?:horrible|awful|terrible|stressful|frustrating|painful|scary|worrying|"
-    r"upsetting|shock|shocking|difficult|rough|hard|nasty|miserable)\b.*",
+    r"upsetting|shock|shocking|difficult|rough|hard|nasty|miserable)\b[^,]*",
     re.I | re.S,
 )
 _INTENSIFIER = re.compile(r"\bso (?=much|many|sorry|very|long|bad)", re.I)
@@ -142,6 +142,8 @@ def is_filler(sentence: str) -> bool:
     >>> is_filler("Ouch, I'm sorry about the fall."), is_filler("Sorry to hear that; that's awful.")
     (True, True)
     >>> is_filler("Thanks for reading back the code; that confirms it's you.")
+    False
+    >>> is_filler("That's awful, I have blocked the card now.")
     False
     """
     s = sentence.strip()
@@ -157,7 +159,13 @@ def _filler_clause(clause: str) -> bool:
     """One clause that does nothing: a greeting, thanks, filler or sympathy, without a
     conclusion drawn ("sorry for the wait, so I've added a credit" does something)."""
     c = _INTERJECTION.sub("", clause)
-    if not (_FILLER.match(c) or _MORE_FILLER.match(c) or _SYMPATHY.match(c)):
+    sympathy = _SYMPATHY.match(c)
+    if sympathy:
+        # "That's awful, I have blocked the card now.": what follows the comma does something
+        rest = c[sympathy.end() :].lstrip(" ,")
+        if len(re.findall(r"[A-Za-z0-9]+", rest)) >= MIN_WORDS and not _filler_clause(rest):
+            return False
+    elif not (_FILLER.match(c) or _MORE_FILLER.match(c)):
         return False
     return not _DECIDE.search(_INTENSIFIER.sub("", c))
 

@@ -70,12 +70,23 @@ _TYPES = (
 MIN_WORDS = 3
 
 
-# A full stop after a title or a common abbreviation ("Dr. Haddad", "e.g. a refund") does
-# not end the sentence: the name or example that follows belongs to it.
-_ABBREVIATION = re.compile(
-    r"(?:^|[\s(])(?:dr|mr|mrs|ms|mx|prof|st|sr|jr|mt|no|vs|approx|dept|e\.g|i\.e|etc)\.$",
-    re.I,
-)
+# A full stop after a title ("Dr. Haddad") never ends the sentence: the name follows.
+# After a common abbreviation ("e.g. a refund", "etc.") it does when a capital follows,
+# and after "no." unless a number follows ("no. 42"; "The answer is no. I ...").
+_TITLE = re.compile(r"(?:^|[\s(])(?:dr|mr|mrs|ms|mx|prof|st|sr|jr|mt)\.$", re.I)
+_ABBREVIATION = re.compile(r"(?:^|[\s(])(?:vs|approx|dept|e\.g|i\.e|etc)\.$", re.I)
+_NUMBER_SIGN = re.compile(r"(?:^|[\s(])no\.$", re.I)
+
+
+def _goes_on(sentence: str, after: str) -> bool:
+    """Whether the full stop ending ``sentence`` is an abbreviation's, ``after`` being
+    the text that follows it."""
+    following = after.lstrip()[:1]
+    if _TITLE.search(sentence):
+        return True
+    if _ABBREVIATION.search(sentence):
+        return not following.isupper()
+    return bool(_NUMBER_SIGN.search(sentence)) and following.isdigit()
 
 
 def _sentences(text: str, base: int) -> Iterator[tuple[int, int]]:
@@ -84,6 +95,9 @@ def _sentences(text: str, base: int) -> Iterator[tuple[int, int]]:
     >>> t = "Please call Dr. Haddad today. He knows.It was sent."
     >>> [t[a:b] for a, b in _sentences(t, 0)]
     ['Please call Dr. Haddad today.', 'He knows.', 'It was sent.']
+    >>> t = "The answer is no. I have cancelled it. Bring ID, a bill, etc. Then order no. 42."
+    >>> [t[a:b] for a, b in _sentences(t, 0)]
+    ['The answer is no.', 'I have cancelled it.', 'Bring ID, a bill, etc.', 'Then order no. 42.']
     """
     start = None
     for m in _SENTENCE.finditer(text):
@@ -93,7 +107,7 @@ def _sentences(text: str, base: int) -> Iterator[tuple[int, int]]:
         if b <= a:
             continue
         start = a if start is None else start
-        if b < len(text.rstrip()) and _ABBREVIATION.search(text[a:b]):
+        if b < len(text.rstrip()) and _goes_on(text[a:b], text[b:]):
             continue  # the sentence goes on after the abbreviation
         yield base + start, base + b
         start = None
