@@ -125,8 +125,8 @@
     const room = ws.getBoundingClientRect().width - side - split.offsetWidth - 320;
     return [min, Math.max(min, Math.min(+split.dataset.max || 560, room))];
   }
-  function setWidth(px, save) {
-    const [min, max] = widthBounds();
+  function setWidth(px, save, bounds = widthBounds()) {
+    const [min, max] = bounds;
     const w = Math.round(Math.min(max, Math.max(min, px)));
     ws.style.setProperty("--outline-w", `${w}px`);
     split.setAttribute("aria-valuenow", String(w));
@@ -156,7 +156,11 @@
       split.classList.add("is-dragging");
       document.body.classList.add("is-resizing");
       const left = ws.getBoundingClientRect().left;
-      const onMove = (ev) => setWidth(ev.clientX - left - split.offsetWidth / 2, false);
+      // measured once: reading layout on every move right after writing a style forces
+      // a layout per pointer event
+      const bounds = widthBounds();
+      const half = split.offsetWidth / 2;
+      const onMove = (ev) => setWidth(ev.clientX - left - half, false, bounds);
       const onUp = (ev) => {
         split.removeEventListener("pointermove", onMove);
         split.removeEventListener("pointerup", onUp);
