@@ -42,11 +42,7 @@ def test_the_app_serves_its_static_files_with_caching_headers(client):
 
 
 def test_the_schema_documents_every_list_filter(client):
-    import json
-
-    doc = json.loads(
-        client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").content
-    )
+    doc = _schema(client)
 
     def params(path):
         return {p["name"] for p in doc["paths"][path]["get"].get("parameters", [])}
@@ -61,11 +57,7 @@ def test_the_schema_documents_every_list_filter(client):
 
 
 def test_the_schema_documents_the_run_list_as_paged_by_cursor_without_a_count(client):
-    import json
-
-    doc = json.loads(
-        client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").content
-    )
+    doc = _schema(client)
     runs = doc["paths"]["/api/runs/"]["get"]
     assert "cursor" in {p["name"] for p in runs["parameters"]}
     assert "page" not in {p["name"] for p in runs["parameters"]}
