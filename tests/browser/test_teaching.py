@@ -94,9 +94,9 @@ def test_a_pairing_corrected_in_the_browser_is_paired_by_the_next_run(live_serve
     }
 
 
-def _login(page, live_server) -> None:
+def _login(page, live_server, username: str = "rev") -> None:
     page.goto(f"{live_server.url}/login/")
-    page.fill("input[name=username]", "rev")
+    page.fill("input[name=username]", username)
     page.fill("input[name=password]", PASSWORD)
     page.click("button[type=submit]")
 
@@ -182,10 +182,7 @@ def test_the_graph_offers_no_pairing_to_an_annotator(live_server, page, setup, d
     run = _run(user, contract, "1042", "ten")
     other = django_user_model.objects.create_user(username="ann", password=PASSWORD)
     Membership.objects.create(project=contract.project, user=other, role="annotator")
-    page.goto(f"{live_server.url}/login/")
-    page.fill("input[name=username]", "ann")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
+    _login(page, live_server, "ann")
     page.goto(f"{live_server.url}/r/{run.pk}/")
     page.wait_for_selector("#overlay[data-rendered-nodes]")
     assert page.locator("[data-testid=teach-toggle]").count() == 0
