@@ -31,6 +31,7 @@ import numpy as np
 
 from .conditioning import Expected
 from .embed import encoder
+from .extract import _sentences
 from .formats import Node, ObservedNode, node_texts_of_meta
 from .similarity import similarity_matrix, strip_role_tag, tokens
 
@@ -127,15 +128,20 @@ def observed_parts(o: ObservedNode, text: str) -> list[str]:
 
 
 def _enclosing_sentence(text: str, start: int, end: int) -> str:
-    """The sentence of ``text`` around ``text[start:end]`` (bounded by . ! ? or a line
-    end before and after, and by a role tag).
+    """The sentence of ``text`` around ``text[start:end]``, cut as the extractors cut
+    sentences (a title's full stop ends none), without its line's role tag.
 
     >>> _enclosing_sentence("[assistant] Hi. Any weakness, or confusion? Ok.", 20, 28)
     'Any weakness, or confusion?'
+    >>> _enclosing_sentence("[assistant] Ask Dr. Haddad about any weakness. Ok.", 33, 41)
+    'Ask Dr. Haddad about any weakness.'
     """
-    a = max(text.rfind(c, 0, start) for c in ".!?\n") + 1
-    b = min((i for i in (text.find(c, end) for c in ".!?\n") if i >= 0), default=len(text))
-    return strip_role_tag(text[a : b + 1 if b < len(text) and text[b] != "\n" else b].strip())
+    a = text.rfind("\n", 0, start) + 1
+    b = text.find("\n", end)
+    b = len(text) if b < 0 else b
+    spans = list(_sentences(text[a:b], a)) or [(a, b)]
+    s, e = next(((s, e) for s, e in reversed(spans) if s <= start), spans[0])
+    return strip_role_tag(text[s:e].strip())
 
 
 @dataclass

@@ -112,18 +112,10 @@ class Rules:
 
     def toggled(self, name: str) -> Rules:
         """These rules with one switched: a rule that is on goes off, one that is off
-        goes on (``prior`` between 0 and 0.05)."""
+        goes on (a bar between 0 and its default)."""
         value = getattr(self, name)
-        if name == "prior":
-            return replace(self, prior=0.0 if value else 0.05)
-        if name == "mutual":
-            return replace(self, mutual=0.0 if value else RULES.mutual)
-        if name == "adjacent":
-            return replace(self, adjacent=0.0 if value else RULES.adjacent)
-        if name == "share":
-            return replace(self, share=0.0 if value else RULES.share)
-        if name == "second_choice":
-            return replace(self, second_choice=0.0 if value else RULES.second_choice)
+        if name in ("prior", "mutual", "adjacent", "share", "second_choice"):  # bars: 0 is off
+            return replace(self, **{name: 0.0 if value else getattr(RULES, name)})
         if name == "cover_said":  # off: a message needs the cover of any other step
             return replace(self, cover_said=self.cover if value < self.cover else RULES.cover_said)
         return replace(self, **{name: not value})
