@@ -60,6 +60,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
@@ -115,7 +116,8 @@ class Rules:
         goes on (a bar between 0 and its default)."""
         value = getattr(self, name)
         if name in ("prior", "mutual", "adjacent", "share", "second_choice"):  # bars: 0 is off
-            return replace(self, **{name: 0.0 if value else getattr(RULES, name)})
+            bar: dict[str, Any] = {name: 0.0 if value else getattr(RULES, name)}
+            return replace(self, **bar)
         if name == "cover_said":  # off: a message needs the cover of any other step
             return replace(self, cover_said=self.cover if value < self.cover else RULES.cover_said)
         return replace(self, **{name: not value})
