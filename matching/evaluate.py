@@ -23,9 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .conditioning import Expected, condition
+from .confidence import failure_probability, p_violation
 from .corrections import Corrections, correct
 from .failures import (
     Failure,
@@ -42,7 +43,11 @@ from .formats import FAMILIES as FAMILIES  # the judges and the web app read it 
 from .formats import METRICS as METRICS  # the report's metric names, read here too
 from .formats import REPORT, Contract, Observed, Query
 from .match import Alignment, align
+from .pair_model import Thresholds, load_model
 from .satisfaction import Pos, Satisfaction, satisfaction
+
+if TYPE_CHECKING:
+    from .alignment import Setup
 
 
 @dataclass
@@ -68,10 +73,21 @@ class Evaluation:
     ordering_edges: list[tuple[str, str]] = field(default_factory=list)
     observed_status: dict[str, str] = field(default_factory=dict)
     unjudged_reasons: dict[str, str] = field(default_factory=dict)
+    # semantic mode: P(violation) and the verdict it reads as (clean, needs_review or
+    # violation); each failure then also carries its ``probability``
+    confidence: dict[str, Any] | None = None
 
     @property
     def verdict(self) -> str:
         return "non_clean" if self.failures else "clean"
+
+    def assess(self, thresholds: Thresholds | None = None) -> dict[str, Any] | None:
+        """The confidence read with other thresholds (a project's own)."""
+        if self.confidence is None:
+            return None
+        t = thresholds or load_model().thresholds
+        p = self.confidence["p_violation"]
+        return {"p_violation": p, "verdict": t.verdict(p)}
 
     def report(self) -> dict[str, Any]:
         """The ``contracteval.report/v1`` document."""
@@ -92,6 +108,8 @@ class Evaluation:
             "repeated_observed": [{"id": i, "of": of} for i, of in m.repeats],
             "unjudged_invariants": list(self.unjudged),
         }
+        if self.confidence is not None:
+            out["confidence"] = dict(self.confidence)
         if self.unjudged_reasons:  # only when a check timed out: reports stay as they were
             out["unjudged_checks"] = [
                 {"id": i, "reason": r} for i, r in self.unjudged_reasons.items()
@@ -140,6 +158,7 @@ def evaluate_detailed(
     *,
     mode: str = "token",
     corrections: Corrections | None = None,
+    semantic: Setup | None = None,
 ) -> Evaluation:
     """Conformance of ``observed`` to ``expected``, with per-node detail.
 
@@ -151,6 +170,8 @@ def evaluate_detailed(
         The observed execution.
     mode : {"token", "oracle", "semantic"}
         The matching mode (ALGORITHMS.md §2; semantic: docs/engine.md).
+    semantic : matching.alignment.Setup, optional
+        Semantic mode's pair model and knobs (default: the shipped ones).
     corrections : Corrections, optional
         A reviewer's forced and refused pairs, applied to the automatic alignment
         (:mod:`matching.corrections`) before it is scored.
@@ -164,7 +185,7 @@ def evaluate_detailed(
     ValueError
         For an unknown ``mode``.
     """
-    m = align(expected, observed, mode=mode)
+    m = align(expected, observed, mode=mode, semantic=semantic)
     if corrections:
         m = correct(m, expected, corrections)
     s = satisfaction(expected, m, observed)
@@ -181,6 +202,8 @@ def evaluate_detailed(
         *output_failures(s),
     ]
     reasons.update({n: r.reason or "" for n, r in s.outputs.items() if r.passed is None})
+    thresholds = (semantic.model if semantic else load_model()).thresholds
+    confidence = _confidence(expected, m, failures, scores, thresholds) if m.likelihoods else None
     return Evaluation(
         expected=expected,
         alignment=m,
@@ -193,7 +216,26 @@ def evaluate_detailed(
         ordering_edges=ordering_edges,
         observed_status=observed_status(m),
         unjudged_reasons=reasons,
+        confidence=confidence,
     )
+
+
+def _confidence(
+    expected: Expected,
+    m: Alignment,
+    failures: list[Failure],
+    scores: Mapping[str, float],
+    thresholds: Thresholds,
+) -> dict[str, Any]:
+    """Each failure's probability (set on it), P(violation) and the default verdict."""
+    for f in failures:
+        if f["family"] == "invariant_violation" and f["location"] in scores:
+            p = 1.0 - scores[f["location"]]
+        else:
+            p = failure_probability(f, m.likelihoods, expected, m)
+        f["probability"] = round(p, 6)
+    pv = p_violation(f["probability"] for f in failures)
+    return {"p_violation": pv, "verdict": thresholds.verdict(pv)}
 
 
 # --------------------------------------------------------------------------- metrics, status

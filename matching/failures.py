@@ -10,6 +10,7 @@ in this order: wrong branch (§3.1), omission (§3.2), ordering (§3.3), extra a
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from . import checks, trace
 from .conditioning import Expected
@@ -19,7 +20,7 @@ from .satisfaction import Pos, Satisfaction
 
 _ORDERED = frozenset({"requires", "enables", "branches_to"})
 
-Failure = dict[str, str]
+Failure = dict[str, Any]
 
 
 def wrong_branch_failures(

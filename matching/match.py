@@ -22,6 +22,7 @@ Observed nodes left over are classified: wrong-branch nodes, repeats, or extra a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -54,6 +55,12 @@ class Alignment:
     # obligation (semantic mode: a closing message reports an action and tells the
     # outcome); they are in ``pairs`` too
     shared: dict[str, str] = field(default_factory=dict)
+    # semantic mode: the pair model's probabilities behind each possible failure
+    # (:class:`matching.confidence.Likelihoods`); None in oracle and token modes
+    likelihoods: Any = None
+    # semantic mode: obligation -> the first step that enacts it (its anchor, or an
+    # earlier step that co-enacts it: the request before the lookup); order is read there
+    first_step: dict[str, int] = field(default_factory=dict)
 
     @property
     def paired_observed(self) -> dict[str, str]:
@@ -139,7 +146,9 @@ def call_quotes(n: ObservedNode, text: str) -> list[str]:
     return [text[s.start : s.end].removeprefix(tag("tool")) for s in n.evidence]
 
 
-def align(expected: Expected, obs: Observed, *, mode: str = "token") -> Alignment:
+def align(
+    expected: Expected, obs: Observed, *, mode: str = "token", semantic: Any = None
+) -> Alignment:
     """Pair expected with observed nodes and classify what is left (ALGORITHMS.md §2).
 
     Parameters
@@ -147,7 +156,9 @@ def align(expected: Expected, obs: Observed, *, mode: str = "token") -> Alignmen
     expected : Expected
         G_E(q).
     obs : Observed
-    mode : {"token", "oracle"}
+    mode : {"token", "oracle", "semantic"}
+    semantic : matching.alignment.Setup, optional
+        Semantic mode's pair model and knobs (default: the shipped model's).
 
     Returns
     -------
@@ -165,9 +176,12 @@ def align(expected: Expected, obs: Observed, *, mode: str = "token") -> Alignmen
     if mode == "oracle":
         m = _oracle(expected, kept)
     elif mode == "semantic":
-        from .semantic_match import semantic_align  # loads the embedding model on use
+        from .alignment import semantic_align  # loads the embedding model on use
+        from .confidence import likelihoods
 
-        m = semantic_align(expected, kept, obs.text)
+        scored = semantic_align(expected, kept, obs.text, setup=semantic)
+        m = scored.alignment
+        m.likelihoods = likelihoods(scored)
     else:
         m = _token(expected, kept, obs.text)
     m.dropped = dropped

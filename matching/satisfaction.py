@@ -97,7 +97,8 @@ def satisfaction(expected: Expected, m: Alignment, observed: Observed) -> Satisf
     for e, o in m.pairs.items():
         if not ids[e].checked_output:
             s.direct.add(e)
-            s.pos[e] = (steps[o], steps[o])
+            first = m.first_step.get(e, steps[o])
+            s.pos[e] = (first, first)
     _derive(expected, s)
     _cover(expected, s)
     last = max(steps.values(), default=-1)

@@ -1,0 +1,94 @@
+"""A verdict with its confidence (semantic mode).
+
+Each failure semantic mode reports gets the probability that it is real, read from the
+pair model (:mod:`matching.pair_model`):
+
+- omission of e: the probability that no step enacts e, ``1 - max_s P(e, s)``; reported
+  on a node the alignment does not pair itself (a composite, a decision), the least of
+  its pairable descendants';
+- extra action at a step: the probability that it enacts no declared node,
+  ``1 - max_e P(e, s)`` over active and inactive nodes;
+- wrong branch at a decision: the likeliest inactive reading of its steps;
+- ordering at an edge: the probability that both crossing pairs are right (the lesser);
+- invariants and checked outputs: their checks are deterministic (1.0), or one minus a
+  judged score.
+
+P(violation) is the probability that at least one of them is real (as if independent),
+and the run's verdict is ``clean``, ``violation`` or ``needs_review`` by the thresholds
+of :class:`matching.pair_model.Thresholds` (fitted on the development set, settable per
+project).
+
+>>> lk = Likelihoods(omission={"a": 0.9}, extra={"o2": 0.2})
+>>> fs = [{"family": "omission", "location": "a"}, {"family": "extra_action", "location": "o2"}]
+>>> [failure_probability(f, lk) for f in fs], round(p_violation([0.9, 0.2]), 3)
+([0.9, 0.2], 0.92)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .alignment import Scored
+    from .conditioning import Expected
+
+VERDICTS = ("clean", "needs_review", "violation")
+
+
+@dataclass
+class Likelihoods:
+    omission: dict[str, float] = field(default_factory=dict)  # obligation -> P(nothing enacts it)
+    extra: dict[str, float] = field(default_factory=dict)  # step -> P(it enacts nothing declared)
+    wrong: dict[str, float] = field(default_factory=dict)  # step -> P(it enacts an inactive node)
+    crossed: dict[tuple[str, str], float] = field(default_factory=dict)  # edge -> P(both pairs right)
+    paired: dict[str, float] = field(default_factory=dict)  # obligation -> P of its pair
+
+
+def likelihoods(s: Scored) -> Likelihoods:
+    """The probabilities behind every failure the alignment ``s`` can lead to."""
+    ids = [o.id for o in s.alignment.kept]
+    pa, pi = s.p_active, s.p_inactive
+    every = np.vstack([pa, pi]) if pi.size else pa
+    best = every.max(axis=0) if every.size else np.zeros(len(ids))
+    return Likelihoods(
+        omission={e: round(1.0 - float(pa[r].max(initial=0.0)), 6) for r, e in enumerate(s.rows)},
+        extra={o: round(1.0 - float(best[j]), 6) for j, o in enumerate(ids)},
+        wrong={o: round(float(pi[:, j].max()), 6) for j, o in enumerate(ids)} if pi.size else {},
+        crossed=dict(s.crossed),
+        paired=dict(s.alignment.scores),
+    )
+
+
+def failure_probability(
+    f: Mapping[str, Any], lk: Likelihoods, expected: Expected | None = None, alignment: Any = None
+) -> float:
+    """The probability that the failure ``f`` is real."""
+    fam, loc = f["family"], f["location"]
+    if fam == "omission":
+        if loc in lk.omission:
+            return lk.omission[loc]
+        below = [lk.omission[n] for n in (expected.subtree(loc) if expected else []) if n in lk.omission]
+        return min(below) if below else 1.0
+    if fam == "extra_action":
+        return lk.extra.get(loc, 1.0)
+    if fam == "wrong_branch":
+        steps = (alignment.wrong_branch.get(loc, []) if alignment is not None else []) or []
+        return max((lk.wrong.get(o, 0.0) for o in steps), default=1.0)
+    if fam == "ordering":
+        a, _, b = loc.partition("->")
+        if (a, b) in lk.crossed:
+            return lk.crossed[(a, b)]
+        return min(lk.paired.get(a, 1.0), lk.paired.get(b, 1.0))
+    return 1.0
+
+
+def p_violation(ps: Iterable[float]) -> float:
+    """The probability that at least one failure is real (noisy-or)."""
+    keep = 1.0
+    for p in ps:
+        keep *= 1.0 - min(max(p, 0.0), 1.0)
+    return round(1.0 - keep, 6)

@@ -1,0 +1,75 @@
+"""A development set of labelled real traces: contract, one query per task, traces, labels.
+
+The layout is ``fixtures/taubench/``'s: ``contracts/<id>.json`` (queries embedded, one
+per task, ``t<task_id>``), ``traces/task<N>-trial<T>.txt`` (rendered traces) and
+``labels.jsonl`` (one hand label per trajectory: ``compliant``, ``violations`` with
+``message_index``, ``family``, ``rule``). Two views of a label:
+
+- *strict*: every rule of the policy, as labelled;
+- *procedural*: the steps a contract's obligations model (omission, wrong branch,
+  ordering, extra action); a trajectory whose only violations are global rules
+  (invariants: a reply sent with a tool call, information not from a tool) is
+  procedurally compliant. Semantic matching judges the procedure; invariants without a
+  machine check are left unjudged (ALGORITHMS.md §3.5).
+
+Folds hold whole tasks out: no task's trajectories are both fitted and scored.
+
+>>> folds_by_task([DevItem("t1", 1, 0, "", {}), DevItem("t2", 2, 0, "", {})], 2)
+[[0], [1]]
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .formats import Observed
+from .validate import load_contract
+
+PROCEDURAL = ("omission", "wrong_branch", "ordering", "extra_action")
+
+
+@dataclass(frozen=True)
+class DevItem:
+    query: str
+    task: int
+    trial: int
+    text: str
+    label: dict[str, Any]
+
+    def violates(self, view: str = "procedural") -> bool:
+        """Whether the label says the trajectory breaks the policy (in ``view``)."""
+        if view == "strict":
+            return not self.label["compliant"]
+        return any(v["family"] in PROCEDURAL for v in self.label["violations"])
+
+
+def load_devset(root: Path, contract: str = "airline") -> tuple[Any, list[DevItem]]:
+    """The contract and the labelled trajectories of a development-set folder."""
+    c = load_contract(root / "contracts" / f"{contract}.json")
+    items = []
+    for line in (root / "labels.jsonl").read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        lab = json.loads(line)
+        path = root / "traces" / f"task{lab['task_id']}-trial{lab['trial']}.txt"
+        text = path.read_text(encoding="utf-8")
+        items.append(DevItem(f"t{lab['task_id']}", lab["task_id"], lab["trial"], text, lab))
+    return c, items
+
+
+def observed_of(item: DevItem) -> Observed:
+    """The trace read by the behaviour extractor, as a pasted trace is."""
+    from .behaviour import extract_behaviour
+
+    return extract_behaviour(item.text, kind="trace")
+
+
+def folds_by_task(items: list[DevItem], k: int) -> list[list[int]]:
+    """Indices of ``items`` in ``k`` folds, each task wholly in one (tasks dealt in
+    order of their id)."""
+    tasks = sorted({it.task for it in items})
+    fold_of = {t: i % k for i, t in enumerate(tasks)}
+    return [[i for i, it in enumerate(items) if fold_of[it.task] == f] for f in range(k)]
