@@ -24,7 +24,7 @@ SERVE_CONN_MAX_AGE ?= 60
 VENV_PATH := PATH=$(CURDIR)/$(BIN):$$PATH
 
 .PHONY: run serve test test-postgres install install-dev static model lint bench bench-batch \
-	bench-cold-start loadtest seed-runs results suite clean-venv
+	bench-cold-start loadtest seed-runs results suite train bench-semantic clean-venv
 
 $(BIN)/python:
 	@test -n "$(PYTHON)" || { echo "Python >= 3.12 not found (set PYTHON=...)"; exit 1; }
@@ -131,6 +131,15 @@ suite: install
 
 results: install
 	$(BIN)/python scripts/results.py
+
+# Refit semantic mode's pair model, knobs and verdict thresholds (matching/data/pair_model.json);
+# a test fails when its training data changed and this was not run.
+train: install
+	$(BIN)/python scripts/train.py
+
+# The cost of semantic mode per trace against its length: docs/benchmarks-semantic.md.
+bench-semantic: install
+	$(BIN)/python scripts/bench_semantic.py
 
 clean-venv:
 	rm -rf $(VENV)

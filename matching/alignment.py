@@ -91,7 +91,9 @@ def semantic_align(
     knobs = setup.knobs if setup else model.knobs
     by_id = expected.contract.by_id
     rows = [e for e in expected.nodes if pairable(by_id[e])]
-    inactive = [n.id for n in expected.contract.nodes if n.id in expected.inactive and n.type != "intent"]
+    inactive = [
+        n.id for n in expected.contract.nodes if n.id in expected.inactive and n.type != "intent"
+    ]
     st = steps(kept, text)
     nodes = [by_id[e] for e in rows] + [by_id[i] for i in inactive]
     p = model.predict(pairs_of(nodes, st, expected, n_active=len(rows)))

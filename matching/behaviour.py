@@ -26,8 +26,9 @@ Rules (docs/engine.md, "The behaviour extractor", has examples):
    never an ordering failure (ALGORITHMS.md §3).
 5. A bare request for the go-ahead ("Do you want me to go ahead?") joins the move
    before it in the same turn: it asks consent for that move.
-6. The last message (tool calls aside), when it informs or concludes, is the closing
-   report: its label starts with "Tell the outcome and next steps: ".
+6. Labels are the agent's own words (or "Called <tool>"): what a step *is* (its act,
+   the tool and arguments, whether it closes the conversation) is read by
+   :mod:`matching.observe`, never written into a label.
 
 >>> text = ('[user] Hi, I need to cancel.\\n'
 ...         '[assistant] Hello! I can help with that. Could you give me your user ID, '
@@ -49,12 +50,12 @@ from dataclasses import dataclass, field
 # Trace events and sentences are read exactly as the heuristic extractor reads them.
 from .extract import _FILLER, _label, _sentences
 from .formats import Edge, Observed, ObservedNode, Span
-from .semantic import SPEECH_ACTS
 from .similarity import tokens
 from .trace import events, tool_call
 
 __all__ = ["SPEECH_ACTS", "extract_behaviour", "is_filler", "speech_act"]
 
+SPEECH_ACTS = ("call", "ask", "confirm", "refuse", "inform", "decide")
 SHORT_TURN = 3
 MIN_WORDS = 3
 _TYPE_OF_ACT = {
@@ -268,19 +269,7 @@ def extract_behaviour(text: str, *, kind: str = "trace") -> Observed:
                 new = _moves_of_turn(text, a + tag, b, step)
                 moves += new
                 step = max((mv.step for mv in new), default=step - 1) + 1
-    return _observed(text, kind, _closing(_drop_restatements(text, moves)))
-
-
-CLOSING = "Tell the outcome and next steps: "
-
-
-def _closing(moves: list[_Move]) -> list[_Move]:
-    """The agent's last message (tool calls aside), when it informs or concludes, is its
-    closing report: its label says so (a reviewer reads it as the outcome told)."""
-    said = [mv for mv in moves if mv.act != "call"]
-    if said and said[-1].act in ("inform", "decide"):
-        said[-1].label = CLOSING + said[-1].label
-    return moves
+    return _observed(text, kind, _drop_restatements(text, moves))
 
 
 def _drop_restatements(text: str, moves: list[_Move]) -> list[_Move]:

@@ -13,8 +13,10 @@ pair model (:mod:`matching.pair_model`):
 - invariants and checked outputs: their checks are deterministic (1.0), or one minus a
   judged score.
 
-P(violation) is the probability that at least one of them is real (as if independent),
-and the run's verdict is ``clean``, ``violation`` or ``needs_review`` by the thresholds
+P(violation) is read from these by a verdict model (:class:`VerdictModel`, fitted on
+labelled real traces with whole tasks held out), or, without one, as the probability
+that at least one failure is real (as if independent, :func:`p_violation`); the run's
+verdict is ``clean``, ``violation`` or ``needs_review`` by the thresholds
 of :class:`matching.pair_model.Thresholds` (fitted on the development set, settable per
 project).
 
@@ -26,7 +28,8 @@ project).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +47,9 @@ class Likelihoods:
     omission: dict[str, float] = field(default_factory=dict)  # obligation -> P(nothing enacts it)
     extra: dict[str, float] = field(default_factory=dict)  # step -> P(it enacts nothing declared)
     wrong: dict[str, float] = field(default_factory=dict)  # step -> P(it enacts an inactive node)
-    crossed: dict[tuple[str, str], float] = field(default_factory=dict)  # edge -> P(both pairs right)
+    crossed: dict[tuple[str, str], float] = field(
+        default_factory=dict
+    )  # edge -> P(both pairs right)
     paired: dict[str, float] = field(default_factory=dict)  # obligation -> P of its pair
 
 
@@ -71,7 +76,9 @@ def failure_probability(
     if fam == "omission":
         if loc in lk.omission:
             return lk.omission[loc]
-        below = [lk.omission[n] for n in (expected.subtree(loc) if expected else []) if n in lk.omission]
+        below = [
+            lk.omission[n] for n in (expected.subtree(loc) if expected else []) if n in lk.omission
+        ]
         return min(below) if below else 1.0
     if fam == "extra_action":
         return lk.extra.get(loc, 1.0)
@@ -84,6 +91,64 @@ def failure_probability(
             return lk.crossed[(a, b)]
         return min(lk.paired.get(a, 1.0), lk.paired.get(b, 1.0))
     return 1.0
+
+
+TRACE_FAMILIES = ("omission", "wrong_branch", "ordering", "extra_action")
+TRACE_FEATURES = tuple(
+    f"{fam}_{w}" for fam in TRACE_FAMILIES for w in ("count", "max", "sum")
+) + ("omitted_share", "checks_failed")
+
+
+def trace_features(failures: Iterable[Mapping[str, Any]], n_obligations: int) -> list[float]:
+    """The summary of one run's failures that the verdict model reads: per matched family
+    the count, the largest and the summed probability, the share of the pairable
+    obligations omitted, and whether a machine check failed.
+
+    >>> trace_features([{"family": "omission", "probability": 0.5}], 2)[:3], len(TRACE_FEATURES)
+    ([1.0, 0.5, 0.5], 14)
+    """
+    fs = list(failures)
+    out: list[float] = []
+    for fam in TRACE_FAMILIES:
+        ps = [float(f.get("probability", 1.0)) for f in fs if f["family"] == fam]
+        out += [float(len(ps)), max(ps, default=0.0), sum(ps)]
+    omitted = sum(1 for f in fs if f["family"] == "omission")
+    out.append(omitted / max(n_obligations, 1))
+    out.append(float(any(f["family"] in ("invariant_violation", "output_contract") for f in fs)))
+    return out
+
+
+@dataclass(frozen=True)
+class VerdictModel:
+    """P(violation) of a run from :func:`trace_features`: a logistic regression fitted
+    on labelled real traces (``make train``)."""
+
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    coef: tuple[float, ...]
+    intercept: float
+
+    def p(self, x: Sequence[float]) -> float:
+        """>>> VerdictModel((0.0,), (1.0,), (2.0,), 0.0).p([0.0])
+        0.5
+        """
+        z = sum((v - m) / s * c for v, m, s, c in zip(x, self.mean, self.scale, self.coef, strict=True))
+        return round(1.0 / (1.0 + math.exp(-max(min(z + self.intercept, 30.0), -30.0))), 6)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> VerdictModel:
+        if tuple(d["features"]) != TRACE_FEATURES:
+            raise ValueError("the verdict model was fitted on other features: run `make train`")
+        return cls(tuple(d["mean"]), tuple(d["scale"]), tuple(d["coef"]), float(d["intercept"]))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "features": list(TRACE_FEATURES),
+            "mean": [round(v, 8) for v in self.mean],
+            "scale": [round(v, 8) for v in self.scale],
+            "coef": [round(v, 8) for v in self.coef],
+            "intercept": round(self.intercept, 8),
+        }
 
 
 def p_violation(ps: Iterable[float]) -> float:

@@ -98,6 +98,8 @@ def correct(m: Alignment, expected: Expected, corrections: Corrections) -> Align
     out.extra = [n.id for n in out.kept if n.id not in consumed]
     out.margins = {e: v for e, v in m.margins.items() if e in out.pairs and e not in by_hand}
     out.first_step = {
-        e: v for e, v in m.first_step.items() if e not in by_hand and out.pairs.get(e) == m.pairs.get(e)
+        e: v
+        for e, v in m.first_step.items()
+        if e not in by_hand and out.pairs.get(e) == m.pairs.get(e)
     }
     return out

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .conditioning import Expected, condition
-from .confidence import failure_probability, p_violation
+from .confidence import failure_probability, p_violation, trace_features
 from .corrections import Corrections, correct
 from .failures import (
     Failure,
@@ -43,7 +43,7 @@ from .formats import FAMILIES as FAMILIES  # the judges and the web app read it 
 from .formats import METRICS as METRICS  # the report's metric names, read here too
 from .formats import REPORT, Contract, Observed, Query
 from .match import Alignment, align
-from .pair_model import Thresholds, load_model
+from .pair_model import PairModel, Thresholds, load_model
 from .satisfaction import Pos, Satisfaction, satisfaction
 
 if TYPE_CHECKING:
@@ -202,8 +202,8 @@ def evaluate_detailed(
         *output_failures(s),
     ]
     reasons.update({n: r.reason or "" for n, r in s.outputs.items() if r.passed is None})
-    thresholds = (semantic.model if semantic else load_model()).thresholds
-    confidence = _confidence(expected, m, failures, scores, thresholds) if m.likelihoods else None
+    model = semantic.model if semantic else load_model()
+    confidence = _confidence(expected, m, failures, scores, model) if m.likelihoods else None
     return Evaluation(
         expected=expected,
         alignment=m,
@@ -225,7 +225,7 @@ def _confidence(
     m: Alignment,
     failures: list[Failure],
     scores: Mapping[str, float],
-    thresholds: Thresholds,
+    model: PairModel,
 ) -> dict[str, Any]:
     """Each failure's probability (set on it), P(violation) and the default verdict."""
     for f in failures:
@@ -234,8 +234,12 @@ def _confidence(
         else:
             p = failure_probability(f, m.likelihoods, expected, m)
         f["probability"] = round(p, 6)
-    pv = p_violation(f["probability"] for f in failures)
-    return {"p_violation": pv, "verdict": thresholds.verdict(pv)}
+    vm = model.verdict_model
+    if vm is not None:
+        pv = vm.p(trace_features(failures, len(m.likelihoods.omission)))
+    else:
+        pv = p_violation(f["probability"] for f in failures)
+    return {"p_violation": pv, "verdict": model.thresholds.verdict(pv)}
 
 
 # --------------------------------------------------------------------------- metrics, status

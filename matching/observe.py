@@ -31,7 +31,9 @@ from .trace import strip_tag, tool_call
 
 ACTS = ("call", "ask", "confirm", "refuse", "decide", "inform", "close")
 _SAID = ("ask", "confirm", "refuse", "decide", "inform")
-_ARG = re.compile(r"""([A-Za-z_]\w*)\s*=\s*("(?:[^"\\]|\\.)*"|'[^']*'|\[[^\]]*\]|\{[^}]*\}|[^,)]+)""")
+_ARG = re.compile(
+    r"""([A-Za-z_]\w*)\s*=\s*("(?:[^"\\]|\\.)*"|'[^']*'|\[[^\]]*\]|\{[^}]*\}|[^,)]+)"""
+)
 _LEAD = re.compile(r"^(.{12,}?)[:;]\s")
 _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
 
@@ -128,7 +130,9 @@ def step_of(o: ObservedNode, text: str) -> Step:
     parts = sentences_of(whole)
     if len(said) > 1:
         parts = [*said, *parts]
-    return Step(act, None, {}, "assistant", whole, tuple(dict.fromkeys(p for p in parts if p != whole)))
+    return Step(
+        act, None, {}, "assistant", whole, tuple(dict.fromkeys(p for p in parts if p != whole))
+    )
 
 
 def steps(kept: list[ObservedNode], text: str) -> list[Step]:
@@ -167,4 +171,6 @@ def _done_or_promised() -> re.Pattern[str]:
     lex = lexicon()
     verbs = "|".join(sorted(lex["action_verbs"], key=len, reverse=True))
     subject = r"\b(?:i|we)(?:'ve|'ll| have| will| am going to|'m going to| just| also| now|'m| am)*"
-    return re.compile(rf"{subject}\s+(?:also\s+|now\s+|just\s+|gone ahead and\s+)?(?:{verbs})\w*\b", re.I)
+    return re.compile(
+        rf"{subject}\s+(?:also\s+|now\s+|just\s+|gone ahead and\s+)?(?:{verbs})\w*\b", re.I
+    )

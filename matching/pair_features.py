@@ -169,7 +169,9 @@ def _best_other(m: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
-def _tools(out: np.ndarray, f: dict[str, int], nodes: Sequence[Node], steps: Sequence[Step]) -> None:
+def _tools(
+    out: np.ndarray, f: dict[str, int], nodes: Sequence[Node], steps: Sequence[Step]
+) -> None:
     bound_anywhere = {t for n in nodes for t in n.tools}
     for j, s in enumerate(steps):
         if s.act != "call" or not s.tool:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .confidence import VerdictModel
 from .pair_features import FEATURES
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ class PairModel:
     knobs_: dict[str, Any] = field(default_factory=dict)
     thresholds: Thresholds = Thresholds()
     training: dict[str, Any] = field(default_factory=dict)
+    verdict_model: VerdictModel | None = None
 
     @property
     def knobs(self) -> Knobs:
@@ -85,6 +87,7 @@ class PairModel:
                 "clean_below": self.thresholds.clean_below,
                 "violation_from": self.thresholds.violation_from,
             },
+            "verdict_model": self.verdict_model.to_dict() if self.verdict_model else None,
             "training": self.training,
         }
 
@@ -104,6 +107,7 @@ class PairModel:
             dict(d.get("knobs", {})),
             Thresholds(**v) if v else Thresholds(),
             dict(d.get("training", {})),
+            VerdictModel.from_dict(d["verdict_model"]) if d.get("verdict_model") else None,
         )
 
 

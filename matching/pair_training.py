@@ -68,7 +68,9 @@ def case_pairs(case: Case, expected: Expected) -> tuple[np.ndarray, np.ndarray]:
     kept, _ = keep_evidence(extract_behaviour(text, kind=case.observed.kind))
     by_id = expected.contract.by_id
     rows = [e for e in expected.nodes if pairable(by_id[e])]
-    inactive = [n.id for n in expected.contract.nodes if n.id in expected.inactive and n.type != "intent"]
+    inactive = [
+        n.id for n in expected.contract.nodes if n.id in expected.inactive and n.type != "intent"
+    ]
     nodes = [by_id[e] for e in [*rows, *inactive]]
     x = pairs_of(nodes, steps(kept, text), expected, n_active=len(rows))
     y = np.zeros(x.shape[:2])

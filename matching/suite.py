@@ -47,6 +47,7 @@ class CaseResult:
     verdict: str | None  # None: the case errored
     failures: list[tuple[str, str]]
     error: str | None = None
+    p_violation: float | None = None  # semantic mode: the confidence of the verdict
 
 
 def load_suite(path: Path) -> Suite:
@@ -231,11 +232,14 @@ def _run_one(i: int) -> CaseResult:
         if key not in cache:
             cache[key] = condition(suite.contracts[case.contract], case.query)
         obs = case.observed if extractor == "none" else reextract(case.observed, extractor)
-        ev = evaluate_detailed(cache[key], obs, mode=mode)
+        ev = evaluate_detailed(cache[key], obs, mode=mode, semantic=_STATE.get("semantic"))
         fails = [(f["family"], f["location"]) for f in ev.failures]
         if extractor != "none":
             fails = gold_locations(fails, obs, case.observed)
-        return CaseResult(case.id, case.clean, case.family, case.location, ev.verdict, fails)
+        p = ev.confidence["p_violation"] if ev.confidence else None
+        return CaseResult(
+            case.id, case.clean, case.family, case.location, ev.verdict, fails, p_violation=p
+        )
     except (ContractEvalError, ValueError, LLMError) as exc:
         # An LLM extractor's failure is one failed case: the run goes on and lists it.
         return CaseResult(case.id, case.clean, case.family, case.location, None, [], str(exc))
@@ -284,6 +288,7 @@ def run_suite(
     jobs: int = 1,
     progress: Progress | None = None,
     expected: dict[tuple[str, str], Expected] | None = None,
+    semantic: Any = None,
 ) -> list[CaseResult]:
     """Evaluate every case of a suite.
 
@@ -301,6 +306,8 @@ def run_suite(
     expected : dict, optional
         The expected graph of some ``(contract, query)`` keys (e.g. contracts with
         enactments removed or taught); the others are conditioned from the suite.
+    semantic : matching.alignment.Setup, optional
+        Semantic mode's pair model and knobs (cross-validation swaps them).
 
     Returns
     -------
@@ -312,7 +319,9 @@ def run_suite(
         from .embed import encoder
 
         encoder()  # a missing model stops the run here, not as 1400 errored cases
-    _STATE.update(suite=suite, mode=mode, extractor=extractor, cache=dict(expected or {}))
+    _STATE.update(
+        suite=suite, mode=mode, extractor=extractor, cache=dict(expected or {}), semantic=semantic
+    )
     n = len(suite.cases)
     results: list[CaseResult] = []
     chunk = max(1, min(200, n // (max(jobs, 1) * 8) or 1))

@@ -43,6 +43,8 @@ BINDABLE_TYPES = ("action", "validation")
 # threshold; the semantic blend scores unrelated texts higher, so it needs more.
 THRESHOLD = 0.35
 SEMANTIC_THRESHOLD = 0.50
+# weight of the embedding cosine in a suggestion score (with the tokens)
+ALPHA = 0.75
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
@@ -240,7 +242,6 @@ def suggest_bindings(
     # suggestion: reading and writing a catalogue, all the web app's forms need, stays light.
     import numpy as np
 
-    from .semantic import ALPHA
     from .similarity import sim, tokens
 
     bindable = [n for n in nodes if n.type in BINDABLE_TYPES]
@@ -252,8 +253,8 @@ def suggest_bindings(
         [[sim(tokens(a), tokens(b)) for b in tool_texts] for a in node_texts], dtype=np.float64
     )
     if encoder is not None:
-        # The blend of semantic mode (matching.semantic), so a suggestion scores as the
-        # matcher would score the node against a step describing the tool.
+        # Embedding cosine blended with tokens, weighted as when the bar was measured
+        # (scripts/tool_threshold.py): the words of a tool name rarely recur verbatim.
         scores = ALPHA * _cosines(encoder, node_texts, tool_texts) + (1 - ALPHA) * scores
     if threshold is None:
         threshold = THRESHOLD if encoder is None else SEMANTIC_THRESHOLD

@@ -16,53 +16,34 @@ import os
 import platform
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
+import pairfit  # noqa: E402
+
+from matching.alignment import Setup  # noqa: E402
 from matching.behaviour import extract_behaviour  # noqa: E402
 from matching.embed import encoder  # noqa: E402
 from matching.enactments import protocol_expected  # noqa: E402
 from matching.extract import extract_heuristic  # noqa: E402
+from matching.fitting import decided_scores, reliability, risk_coverage  # noqa: E402
 from matching.llm.components import declared_study, format_components, observed_study  # noqa: E402
+from matching.pair_model import Thresholds, load_model  # noqa: E402
 from matching.propose import propose_heuristic  # noqa: E402
-from matching.semantic_match import ABLATIONS, RULES, rules_in_effect  # noqa: E402
-from matching.suite import load_suite, run_suite, score  # noqa: E402
+from matching.suite import Suite, load_suite, run_suite, score  # noqa: E402
 
 REGIMES = (
     ("oracle", "Oracle: audited G_E, gold observed graph, oracle matching", "oracle", "none"),
     ("gold-token", "Gold graph, token matching (gold ids ignored)", "token", "none"),
     ("heuristic-token", "Heuristic extraction from the text, token matching", "token", "heuristic"),
 )
-# (key, title, extractor, protocol): semantic mode, contracts' authored enactments removed
-SEMANTIC = (
-    (
-        "semantic-heuristic-zero",
-        "Semantic matching, heuristic extraction, zero-shot",
-        "heuristic",
-        "zero-shot",
-    ),
-    (
-        "semantic-behaviour-zero",
-        "Semantic matching, behaviour extraction, zero-shot",
-        "behaviour",
-        "zero-shot",
-    ),
-    (
-        "semantic-heuristic-taught",
-        "Semantic matching, heuristic extraction, taught",
-        "heuristic",
-        "taught",
-    ),
-    (
-        "semantic-behaviour-taught",
-        "Semantic matching, behaviour extraction, taught",
-        "behaviour",
-        "taught",
-    ),
-)
-ABLATED = ("behaviour", "taught")  # the configuration each rule is switched off in
+PROTOCOLS = ("zero-shot", "taught")
+VARIANTS = ("merged", "split", "voice", "json")
+IMG = ROOT / "docs" / "img"
 
 
 def cell(x: float | None) -> str:
@@ -94,88 +75,182 @@ def table(s: dict) -> str:
     return "\n".join(rows)
 
 
-def _timed(suite, mode: str, extractor: str, expected=None) -> dict:  # type: ignore[no-untyped-def]
+def semantic_runs(suite, out: dict) -> None:  # type: ignore[no-untyped-def]
+    """Semantic mode, every figure held out: on the suite and its variants each contract is
+    aligned by a pair model fitted without it; on the development set (a contract the
+    model never saw) the verdict thresholds are fitted without the scored task."""
+    model = load_model()
+    x, y, groups = pairfit.pairs_for(suite).arrays()
+    folds = pairfit.fold_models(x, y, groups)
+    for protocol in PROTOCOLS:
+        out[f"semantic-{protocol}"] = held_out_suite(suite, folds, model, protocol)
+    for kind in VARIANTS:
+        varied = variant_suite(suite, kind)
+        out[f"variant-{kind}"] = held_out_suite(varied, folds, model, "zero-shot")
+    out["devset"] = devset_figures(model)
+
+
+def held_out_suite(suite, folds, model, protocol: str) -> dict:  # type: ignore[no-untyped-def]
+    expected = protocol_expected(suite.contracts, suite.cases, protocol)
     t = time.perf_counter()
-    results = run_suite(suite, mode=mode, extractor=extractor, expected=expected)
+    results = []
+    for held, fold_model in folds:
+        sub = Suite(contracts=suite.contracts, cases=[c for c in suite.cases if c.contract in held])
+        setup = Setup(replace(fold_model, thresholds=model.thresholds), model.knobs)
+        results += run_suite(
+            sub, mode="semantic", extractor="behaviour", expected=expected, semantic=setup
+        )
     s = score(results)
     s["seconds"] = round(time.perf_counter() - t, 2)
     s["ms_per_case"] = round(1000 * s["seconds"] / max(len(results), 1), 1)
+    ok = [r for r in results if r.p_violation is not None]
+    s["decided"] = decided_scores(
+        [r.p_violation for r in ok], [not r.clean for r in ok], model.thresholds
+    )
+    print(f"{protocol}: balanced {s['balanced_detection_accuracy']}", file=sys.stderr)
     return s
 
 
-def semantic_runs(suite, out: dict) -> None:  # type: ignore[no-untyped-def]
-    """The semantic rows, then each rule of the ablated configuration switched off."""
-    expected = {
-        p: protocol_expected(suite.contracts, suite.cases, p) for p in ("zero-shot", "taught")
-    }
-    for key, _, extractor, protocol in SEMANTIC:
-        out[key] = _timed(suite, "semantic", extractor, expected[protocol])
-        print(
-            f"{key}: balanced {out[key]['balanced_detection_accuracy']} ({out[key]['seconds']} s)",
-            file=sys.stderr,
-        )
-    # warm: the same configuration again, every text already embedded
-    extractor, protocol = ABLATED
-    out["semantic-warm"] = _timed(suite, "semantic", extractor, expected[protocol])
-    out["ablations"] = {}
-    for rule in ABLATIONS:
-        with rules_in_effect(RULES.toggled(rule)):
-            out["ablations"][rule] = _timed(suite, "semantic", extractor, expected[protocol])
-        print(
-            f"without {rule}: balanced {out['ablations'][rule]['balanced_detection_accuracy']}",
-            file=sys.stderr,
-        )
+def variant_suite(suite, kind: str):  # type: ignore[no-untyped-def]
+    from matching.perturb.variants import make_variant
+
+    return Suite(
+        contracts=suite.contracts, cases=[make_variant(c, kind, seed=0) for c in suite.cases]
+    )
 
 
-def _brief(s: dict) -> str:
-    ea = s["per_family"].get("extra_action", {})
+def devset_figures(model) -> dict:  # type: ignore[no-untyped-def]
+    ps, procedural, strict, items = pairfit.devset_p(model)
+    out: dict = {"cases": len(items), "tasks": len({it.task for it in items})}
+    for view, ys in (("procedural", procedural), ("strict", strict)):
+        _, fit = pairfit.fit_verdict(ps, ys, items)
+        held = fit["held_out"]
+        t_verdicts = held["verdicts"]
+        decided = [v != "needs_review" for v in t_verdicts]
+        pred = [v == "violation" for v in t_verdicts]
+        ya = held["y"]
+        out[view] = {
+            "violations": int(sum(ys)),
+            "share_decided": round(sum(decided) / len(decided), 6),
+            "balanced_decided": _balanced_of(pred, ya, decided),
+            "clean_specificity_decided": _spec_of(pred, ya, decided),
+            "balanced_all_at_half": decided_scores(ps, ys, Thresholds(0.5, 0.5))[
+                "balanced_decided"
+            ],
+            "reliability": reliability(held["p"], ya),
+            "risk_coverage": risk_coverage(held["p"], ya),
+        }
+    return out
+
+
+def _balanced_of(pred, y, keep) -> float | None:  # type: ignore[no-untyped-def]
+    rates = []
+    for want in (True, False):
+        idx = [i for i in range(len(y)) if keep[i] and y[i] is want]
+        if idx:
+            rates.append(sum(pred[i] == y[i] for i in idx) / len(idx))
+    return round(sum(rates) / len(rates), 6) if rates else None
+
+
+def _spec_of(pred, y, keep) -> float | None:  # type: ignore[no-untyped-def]
+    idx = [i for i in range(len(y)) if keep[i] and not y[i]]
+    return round(sum(not pred[i] for i in idx) / len(idx), 6) if idx else None
+
+
+def plots(dev: dict) -> list[str]:
+    """A risk–coverage plot and a reliability diagram of the development set."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    IMG.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(1, 2, figsize=(9, 3.6))
+    for view, style in (("procedural", "-"), ("strict", "--")):
+        rc = dev[view]["risk_coverage"]
+        ax[0].plot([c for c, _ in rc], [b for _, b in rc], style, label=view)
+        rel = dev[view]["reliability"]
+        ax[1].plot([p for p, _, _ in rel], [o for _, o, _ in rel], style + "o", label=view)
+    ax[0].set(
+        xlabel="share decided",
+        ylabel="balanced accuracy of the decided",
+        title="Risk–coverage (held-out tasks)",
+        ylim=(0, 1.02),
+    )
+    ax[1].plot([0, 1], [0, 1], ":", color="grey")
+    ax[1].set(
+        xlabel="P(violation), bin mean",
+        ylabel="share labelled violation",
+        title="Reliability (held-out tasks)",
+        xlim=(0, 1),
+        ylim=(0, 1),
+    )
+    for a in ax:
+        a.legend()
+    fig.tight_layout()
+    path = IMG / "devset-confidence.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [f"![Risk–coverage and reliability on the development set](img/{path.name})", ""]
+
+
+def _row(name: str, s: dict) -> str:
+    d = s["decided"]
     return (
-        f"{cell(s['clean_specificity'])} | {cell(s['balanced_detection_accuracy'])}"
-        f" | {cell(ea.get('detection'))} | {cell(s['localization'])}"
+        f"| {name} | {cell(s['clean_specificity'])} | {cell(s['balanced_detection_accuracy'])}"
+        f" | {cell(s['localization'])} | {cell(d['share_decided'])} | {cell(d['balanced_decided'])}"
+        f" | {s['ms_per_case']} |"
     )
 
 
 def semantic_sections(out: dict) -> list[str]:
+    t = load_model().thresholds
     parts = [
         "## Semantic matching on extracted graphs (`--mode semantic`)",
         "",
-        "The contracts' authored `meta.enactment` are removed first (they were written with"
-        " the traces). *Zero-shot*: no enactments at all. *Taught*: for each query q, the"
-        " enactments are the evidence quotes of the gold pairings in the clean cases of the"
-        " *other* queries of the same contract. Targets (issue): zero-shot clean specificity"
-        " ≥ 0.60 and balanced detection ≥ 0.75; taught ≥ 0.90 and ≥ 0.90 with extra-action"
-        " detection ≥ 0.80.",
+        "One order-aware alignment over the pair model's probabilities (docs/engine.md,"
+        ' "Semantic mode"). Every figure is held out: on the suite and its variants each'
+        " contract is aligned by a pair model fitted without it (five folds by contract);"
+        " the knobs were chosen the same way. The authored `meta.enactment` are removed"
+        " (they were written with the traces). *Zero-shot*: no enactments. *Taught*: each"
+        " query gets the enactments harvested from the clean cases of the *other* queries"
+        " of its contract. *Decided*: verdicts read with the shipped thresholds (clean"
+        f" below P(violation) {t.clean_below}, violation from {t.violation_from},"
+        " *needs review* between).",
         "",
+        "| set | clean specificity | balanced detection | localisation | share decided |"
+        " balanced (decided) | ms per case |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for key, title, extractor, protocol in SEMANTIC:
-        s = out[key]
-        parts += [
-            f"### {title}",
-            "",
-            f"`--mode semantic --extractor {extractor}`, {protocol} ({s['seconds']} s,"
-            f" {s['ms_per_case']} ms per case)",
-            "",
-            table(s),
-            "",
-        ]
-    warm = out["semantic-warm"]
+    for protocol in PROTOCOLS:
+        parts.append(_row(f"fixture suite, {protocol}", out[f"semantic-{protocol}"]))
+    for kind in VARIANTS:
+        parts.append(_row(f"variant `{kind}`, zero-shot", out[f"variant-{kind}"]))
+    parts += ["", "### Per family, zero-shot", "", table(out["semantic-zero-shot"]), ""]
+    dev = out["devset"]
     parts += [
-        f"Cost per case with every text already embedded (behaviour, taught, run again):"
-        f" {warm['ms_per_case']} ms.",
+        "## The development set: real τ-bench traces (`fixtures/taubench`)",
         "",
-        f"### Ablations: each rule switched alone (`{ABLATED[0]}` extraction, {ABLATED[1]})",
+        f"{dev['cases']} gpt-4o airline trajectories of {dev['tasks']} tasks, hand-labelled"
+        " against the policy (fixtures/taubench/README.md). The pair model and the knobs"
+        " never saw this contract; the verdict thresholds are fitted with whole tasks held"
+        " out (five folds by task). *Procedural*: the steps the contract models (omission,"
+        " wrong branch, ordering, extra action); *strict*: every rule, global ones"
+        " included (a reply sent with a tool call, information not from a tool), which"
+        " semantic matching leaves to invariants it cannot check.",
         "",
-        "Each row switches one rule of `matching.semantic_match.Rules`: off where the default"
-        " has it on, on where the default leaves it off (`tools_extra`).",
-        "",
-        "| rule switched | clean specificity | balanced detection | extra-action detection | localisation |",
-        "| --- | ---: | ---: | ---: | ---: |",
-        f"| (none: the defaults) | {_brief(warm)} |",
+        "| label view | violations | share decided | balanced (decided) |"
+        " clean specificity (decided) | balanced, every case at P ≥ 0.5 |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
-    parts += [
-        f"| {rule} {'on' if getattr(RULES.toggled(rule), rule) is True else 'off'} | {_brief(s)} |"
-        for rule, s in out["ablations"].items()
-    ]
+    for view in ("procedural", "strict"):
+        d = dev[view]
+        parts.append(
+            f"| {view} | {d['violations']} / {dev['cases']} | {cell(d['share_decided'])}"
+            f" | {cell(d['balanced_decided'])} | {cell(d['clean_specificity_decided'])}"
+            f" | {cell(d['balanced_all_at_half'])} |"
+        )
+    parts += ["", *plots(dev)]
     return [*parts, ""]
 
 
@@ -198,6 +273,7 @@ def main() -> int:
             f" ({s['seconds']} s)",
             file=sys.stderr,
         )
+    encoder().load(ROOT / "var" / "embeddings.npz") if not cache else None
     semantic_runs(suite, out)
     if cache:
         encoder().save(Path(cache))

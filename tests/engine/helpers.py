@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).resolve().parents[2] / "matching" / "data"
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "matching" / "data"
 
 
 def refund_contract_doc() -> dict[str, Any]:

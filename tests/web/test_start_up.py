@@ -33,7 +33,7 @@ HEAVY = (
     "rest_framework.test",
     "matching.evaluate",
     "matching.validate",
-    "matching.semantic",
+    "matching.alignment",
     "matching.embed",
 )
 # what `manage.py check` does: set up Django, load the URLconf, run the checks

@@ -1,16 +1,15 @@
-"""Semantic mode's rules for clean executions: each rule on a small hand-made contract and
-trace, with the failure it must still find beside the false alarm it removes."""
+"""Semantic mode on small hand-made contracts and traces: what a clean execution must read
+as, beside the failure it must still find. No rule of these is switched: one alignment
+over the pair model's probabilities (matching.alignment) decides them all."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from matching.behaviour import extract_behaviour
 from matching.evaluate import evaluate
-from matching.semantic_match import RULES, rules_in_effect
 from matching.validate import load_contract
 
 from .helpers import make_contract
@@ -62,11 +61,6 @@ def test_a_step_that_reads_most_like_a_free_obligation_enacts_it() -> None:
     assert failures(CLEAN) == set()
 
 
-def test_without_the_mutual_rule_the_low_scoring_enactment_is_a_false_alarm() -> None:
-    with rules_in_effect(RULES.toggled("mutual")):
-        assert ("omission", "lookup") in failures(CLEAN)
-
-
 def test_an_obligation_with_nothing_in_its_place_is_still_an_omission() -> None:
     text = CLEAN.replace(
         "[assistant] The blue enamel kettle you bought in March is on file here.\n", ""
@@ -90,9 +84,6 @@ def test_a_tool_call_beside_the_sentence_that_reports_it_is_a_repeat_not_an_extr
         '[tool] send_verification_code(phone="+44 7700 900123")\n[assistant] I\'ve texted',
     )
     assert failures(text) == set()
-    # the rule, not the topic cover, is what makes it a repeat
-    with rules_in_effect(replace(RULES, adjacent=0.0, cover_repeat=False, cover=1.0)):
-        assert "extra_action" in families(text)
 
 
 IDENTITY = load_contract(
@@ -120,11 +111,6 @@ def test_the_other_items_of_one_request_are_one_move_not_extra_actions() -> None
         '[tool] close_account(id="A-1")\n[assistant] Your account is now closed.\n'
     )
     assert failures(text, IDENTITY) == set()
-    # reading an item with its request (parts) already ties each item to the check; with
-    # neither rule the items are extra actions
-    blind = replace(RULES, same_move=False, adjacent=0.0, cover_repeat=False, parts=False)
-    with rules_in_effect(blind):
-        assert "extra_action" in families(text, IDENTITY)
 
 
 CLOSURE = load_contract(
