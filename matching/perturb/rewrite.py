@@ -152,7 +152,7 @@ def remap(
         The new text (the pieces joined).
     pieces : sequence of Piece
     step_of : callable, optional
-        A node's ordering key; nodes with equal keys get one step. By default the
+        An old node's ordering key; nodes with equal keys get one step. By default the
         node's own step. New steps are ``0, 1, …`` in the order of the keys' first
         appearance when the nodes are read by old step.
 
@@ -177,10 +177,11 @@ def remap(
         else:
             dropped.append(n.id)
     key = step_of or (lambda n: ("step", n.step))
+    keys = {n.id: key(n) for n in obs.nodes}  # asked of the old nodes, old offsets
     numbers: dict[object, int] = {}
     for n in sorted(kept, key=lambda n: (n.step, n.index)):
-        numbers.setdefault(key(n), len(numbers))
-    kept = [replace(n, step=numbers[key(n)]) for n in kept]
+        numbers.setdefault(keys[n.id], len(numbers))
+    kept = [replace(n, step=numbers[keys[n.id]]) for n in kept]
     gone = set(dropped)
     edges = [Edge(e.source, e.target, e.kind) for e in obs.edges if not {e.source, e.target} & gone]
     new = replace(obs, text=text, nodes=kept, edges=edges)
