@@ -186,4 +186,5 @@ def remap(
     edges = [Edge(e.source, e.target, e.kind) for e in obs.edges if not {e.source, e.target} & gone]
     new = replace(obs, text=text, nodes=kept, edges=edges)
     new.invariants = dict(obs.invariants)
+    new.has_steps = obs.has_steps or step_of is not None  # shared steps must be written
     return new, dropped

@@ -252,3 +252,11 @@ def test_cli_variants_rejects_an_unknown_kind(capsys, tmp_path):
     with pytest.raises(SystemExit) as exc:
         main(["variants", str(SUITE), "--kind", "typo", "--out", str(tmp_path)])
     assert exc.value.code == 2
+
+
+def test_merged_writes_the_shared_steps_of_a_document_that_had_none():
+    text = "[assistant] I have checked it.\n[assistant] It is refunded.\n[tool] done()\n"
+    case = _case(text, [_span_of(text, "It is refunded."), _span_of(text, "[tool] done()")])
+    case.observed.has_steps = False
+    doc = merged(case).to_dict()["observed"]
+    assert [n["step"] for n in doc["nodes"]] == [0, 1]
