@@ -26,6 +26,7 @@ from .importers.load import load_trace, read_source
 from .llm.errors import LLMConfigError, LLMError
 from .match import MODES
 from .perturb import FAMILIES
+from .perturb.variants import KINDS, write_variants
 from .progress import ProgressBar
 from .suite import format_table, load_suite, perturb_suite, run_suite, score, write_suite
 from .validate import audit_file, load_contract
@@ -203,6 +204,16 @@ def _families(value: str) -> list[str]:
             f"unknown families {', '.join(bad) or '(none)'}: choose 'all' or from {', '.join(FAMILIES)}"
         )
     return names
+
+
+def cmd_variants(args: argparse.Namespace) -> int:
+    """contracteval variants: a suite folder per robustness variant (docs/engine.md)."""
+    kinds = list(KINDS) if args.kind == "all" else [args.kind]
+    bar = ProgressBar("variants")
+    summary = write_variants(Path(args.suite), kinds, Path(args.out), seed=args.seed, progress=bar)
+    bar.close()
+    _print_json(summary)
+    return 0
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
@@ -391,13 +402,20 @@ def _add_graph_commands(sub: Any) -> None:
 
 
 def _add_suite_commands(sub: Any) -> None:
-    """perturb, suite, judge, components: whole suites."""
+    """perturb, variants, suite, judge, components: whole suites."""
     s = sub.add_parser("perturb", help="make the perturbed cases of a suite")
     s.add_argument("suite")
     s.add_argument("--out", required=True)
     s.add_argument("--families", default="all")
     s.add_argument("--seed", type=int, default=0)
     s.set_defaults(func=cmd_perturb)
+
+    s = sub.add_parser("variants", help="rewrite a suite's traces as other agents write")
+    s.add_argument("suite")
+    s.add_argument("--kind", choices=(*KINDS, "all"), default="all")
+    s.add_argument("--out", required=True, help="a folder; one suite is written per kind")
+    s.add_argument("--seed", type=int, default=0)
+    s.set_defaults(func=cmd_variants)
 
     s = sub.add_parser("suite", help="run and score every case of a suite")
     s.add_argument("suite")
