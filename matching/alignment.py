@@ -8,7 +8,8 @@ reports a lookup *and* asks for the go-ahead) and an obligation may span adjacen
 :mod:`matching.pair_features`.
 
 The alignment maximises ``sum(logit P(e, s) - logit(pair))`` over the pairs it makes,
-minus ``order_margin`` for every precedence pair (ALGORITHMS.md §3: ``requires``,
+minus ``share_margin`` for each obligation past the first that a step enacts, and minus
+``order_margin`` for every precedence edge (ALGORITHMS.md §3: ``requires``,
 ``enables``, ``branches_to``, extended to subtrees) whose pairs cross. Each obligation
 takes at most one anchoring step, among its ``top_k`` likeliest with P ≥ ``pair``. It is
 solved exactly as a small integer programme (scipy's HiGHS); its size is bounded by
@@ -17,9 +18,10 @@ the trace's length. An ordering failure is therefore reported only where the bes
 order-respecting alignment is worse by more than ``order_margin`` than one that breaks
 the order, and at the edge concerned.
 
-What is left of the steps: a step read as an inactive node more likely than as any
-active one (P ≥ ``pair``) is a wrong-branch step; one that reads as an active obligation
-(P ≥ ``pair``, or P ≥ ``span`` next to that obligation's anchor) repeats it; one that
+What is left of the steps is read by its more likely reading (:data:`LIKELY`): a step
+read as an inactive node (P ≥ 0.5, and more than as any active one) is a wrong-branch
+step; one read as an active obligation (P ≥ 0.5) repeats it (a call and the sentence
+that reports it enact one obligation together); one that
 *acts* (:func:`matching.observe.acts`: a call that is not a lookup, words that report or
 promise an action) is an extra action; anything else (commentary, small talk) is
 consumed as commentary on its likeliest obligation.
@@ -44,6 +46,9 @@ from .pair_features import pairs_of
 from .pair_model import PairModel, load_model
 
 _ORDERED = ("requires", "enables", "branches_to")
+# A step left over is read by its more likely reading: it repeats an obligation, or takes
+# an inactive branch, only when that is more likely than not. Not a knob: an even bet.
+LIKELY = 0.5
 
 
 @dataclass(frozen=True)
@@ -51,8 +56,8 @@ class Knobs:
     """The alignment's few knobs, each set by fitting (``make train``), never by hand."""
 
     pair: float = 0.5  # P from which a step enacts an obligation
-    span: float = 0.3  # P from which a step next to an anchor co-enacts its obligation
     order_margin: float = 2.0  # logit units an order-breaking alignment must gain
+    share_margin: float = 2.0  # logit units each further obligation on one step must gain
     top_k: int = 3
 
 
@@ -99,9 +104,11 @@ def semantic_align(
     p = model.predict(pairs_of(nodes, st, expected, n_active=len(rows)))
     p_act, p_in = p[: len(rows)], p[len(rows) :]
     idx = {e: i for i, e in enumerate(expected.nodes)}
-    before = precedence(expected)[np.ix_([idx[e] for e in rows], [idx[e] for e in rows])]
+    before = precedence(expected, closed=False)[
+        np.ix_([idx[e] for e in rows], [idx[e] for e in rows])
+    ]
     stepno = [o.step for o in kept]
-    first = first_steps(p_act, stepno, knobs.span)
+    first = first_steps(p_act, stepno, knobs.pair)
     chosen, crossed = solve(p_act, before, first, knobs)
     m = Alignment("semantic", kept, [], {}, {})
     _pairs(m, rows, kept, p_act, chosen)
@@ -110,21 +117,25 @@ def semantic_align(
     scored.crossed = {
         (rows[a], rows[b]): float(min(p_act[a, chosen[a]], p_act[b, chosen[b]])) for a, b in crossed
     }
-    _leftovers(scored, expected, kept, chosen, knobs)
+    _leftovers(scored, expected, kept, chosen)
     return scored
 
 
-def first_steps(p: np.ndarray, stepno: Sequence[int], span: float) -> np.ndarray:
+def first_steps(p: np.ndarray, stepno: Sequence[int], bar: float) -> np.ndarray:
     """first[r, c]: the first step of obligation r if column c anchors it: c's step, or
-    an earlier step that reads as r at least ``span`` (the request before the lookup).
+    an earlier step whose likeliest obligation is r, read at least ``bar`` (the request
+    for the user id before the lookup of the user).
 
-    >>> first_steps(np.array([[0.4, 0.1, 0.9]]), [0, 1, 2], 0.3).tolist()
-    [[0, 0, 0]]
+    >>> first_steps(np.array([[0.4, 0.1, 0.9], [0.2, 0.3, 0.1]]), [0, 1, 2], 0.3).tolist()
+    [[0, 0, 0], [0, 1, 1]]
     """
     steps = np.asarray(stepno)
     out = np.tile(steps, (p.shape[0], 1))
+    if not p.size:
+        return out
+    top = p.argmax(axis=0)
     for r in range(p.shape[0]):
-        hits = steps[p[r] >= span]
+        hits = steps[(p[r] >= bar) & (top == r)]
         if hits.size:
             out[r] = np.minimum(steps, hits.min())
     return out
@@ -136,11 +147,11 @@ def solve(
     """The optimal anchors ``{row: column}`` and the precedence pairs they cross;
     ``first[r, c]``: where r's enactment starts if c anchors it (:func:`first_steps`).
 
-    >>> p = np.array([[0.9, 0.2], [0.8, 0.3]])
+    >>> p = np.array([[0.99, 0.2], [0.98, 0.3]])  # both read strongly at step 0: share it
     >>> solve(p, np.array([[False, True], [False, False]]), np.array([[0, 1], [0, 1]]), Knobs())
     ({0: 0, 1: 0}, [])
     """
-    logit = _logit(p) - _logit(np.float64(knobs.pair))
+    logit = _logit(p) - _logit(np.array(knobs.pair))
     cand: dict[int, list[tuple[int, float]]] = {}
     for r in range(p.shape[0]):
         ok = np.flatnonzero(p[r] >= knobs.pair)
@@ -148,9 +159,10 @@ def solve(
         if top.size:
             cand[r] = [(int(c), float(logit[r, c])) for c in top]
     clashes = order_pairs(before, cand, first)
-    if not clashes:  # nothing can cross: each obligation takes its likeliest step
+    tops = [cs[0][0] for cs in cand.values()]
+    if not clashes and len(set(tops)) == len(tops):  # no crossing, no sharing: the likeliest
         return {r: cs[0][0] for r, cs in cand.items()}, []
-    return _milp(cand, clashes, knobs.order_margin)
+    return _milp(cand, clashes, knobs)
 
 
 def order_pairs(
@@ -169,41 +181,54 @@ def order_pairs(
 def _milp(
     cand: dict[int, list[tuple[int, float]]],
     clashes: list[tuple[int, int, int, int]],
-    margin: float,
+    knobs: Knobs,
 ) -> tuple[dict[int, int], list[tuple[int, int]]]:
+    """The integer programme: a binary per candidate pair, one per precedence edge that
+    may cross (cost ``order_margin``) and an integer per step that more than one
+    obligation may take (cost ``share_margin`` per obligation past the first)."""
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     var = [(r, c, w) for r, cs in cand.items() for c, w in cs]
     col = {(r, c): k for k, (r, c, _) in enumerate(var)}
     edges = sorted({(a, b) for a, b, _, _ in clashes})
+    steps = sorted({c for _, c, _ in var})
     ev = {e: len(var) + k for k, e in enumerate(edges)}
-    n = len(var) + len(edges)
+    sv = {c: len(var) + len(edges) + k for k, c in enumerate(steps)}
+    n = len(var) + len(edges) + len(steps)
     cost = np.zeros(n)
     cost[: len(var)] = [-w for _, _, w in var]
-    cost[len(var) :] = margin
-    a_rows, ub = [], []
-    for r in cand:
-        row = np.zeros(n)
-        row[[col[(r, c)] for c, _ in cand[r]]] = 1.0
-        a_rows.append(row)
+    cost[len(var) : len(var) + len(edges)] = knobs.order_margin
+    cost[len(var) + len(edges) :] = knobs.share_margin
+    rows, ub = [], []
+    for r in cand:  # one anchor at most per obligation
+        rows.append(_row(n, {col[(r, c)]: 1.0 for c, _ in cand[r]}))
         ub.append(1.0)
-    for a, b, i, j in clashes:
-        row = np.zeros(n)
-        row[col[(a, i)]] = row[col[(b, j)]] = 1.0
-        row[ev[(a, b)]] = -1.0
-        a_rows.append(row)
+    for a, b, i, j in clashes:  # a crossing pair switches its edge's penalty on
+        rows.append(_row(n, {col[(a, i)]: 1.0, col[(b, j)]: 1.0, ev[(a, b)]: -1.0}))
         ub.append(1.0)
+    for c in steps:  # obligations on one step beyond the first are paid for
+        rows.append(_row(n, {**{col[(r, c)]: 1.0 for r, c2, _ in var if c2 == c}, sv[c]: -1.0}))
+        ub.append(1.0)
+    upper = np.ones(n)
+    upper[len(var) + len(edges) :] = len(cand)
     res = milp(
         cost,
-        constraints=LinearConstraint(np.array(a_rows), -np.inf, np.array(ub)),
+        constraints=LinearConstraint(np.array(rows), -np.inf, np.array(ub)),
         integrality=np.ones(n),
-        bounds=Bounds(0, 1),
+        bounds=Bounds(0, upper),
         options={"time_limit": 2.0},
     )
     x = np.round(res.x) if res.x is not None else np.zeros(n)
     chosen = {r: c for (r, c, _), v in zip(var, x[: len(var)], strict=True) if v > 0.5}
     crossed = [e for e in edges if x[ev[e]] > 0.5 and e[0] in chosen and e[1] in chosen]
     return chosen, crossed
+
+
+def _row(n: int, entries: dict[int, float]) -> np.ndarray:
+    row = np.zeros(n)
+    for k, v in entries.items():
+        row[k] = v
+    return row
 
 
 def _logit(p: np.ndarray) -> np.ndarray:
@@ -230,11 +255,10 @@ def _pairs(
 
 
 def _leftovers(
-    s: Scored, expected: Expected, kept: list[ObservedNode], chosen: dict[int, int], knobs: Knobs
+    s: Scored, expected: Expected, kept: list[ObservedNode], chosen: dict[int, int]
 ) -> None:
     m = s.alignment
     anchored = set(chosen.values())
-    anchor_step = {r: kept[c].step for r, c in chosen.items()}
     for j, o in enumerate(kept):
         if j in anchored:
             continue
@@ -242,24 +266,23 @@ def _leftovers(
         best_a = float(pa.max()) if pa.size else 0.0
         best_i = float(s.p_inactive[:, j].max()) if s.p_inactive.size else 0.0
         r = int(pa.argmax()) if pa.size else -1
-        if best_i >= knobs.pair and best_i > best_a:
+        if best_i >= LIKELY and best_i > best_a:
             node = s.inactive[int(s.p_inactive[:, j].argmax())]
             m.wrong_branch.setdefault(expected.inactive[node], []).append(o.id)
             m.wrong_branch_of[o.id] = node
-        elif r >= 0 and (
-            best_a >= knobs.pair
-            or (best_a >= knobs.span and abs(anchor_step.get(r, -99) - o.step) <= 1)
-        ):
-            m.repeats.append((o.id, s.rows[r]))
+        elif r >= 0 and best_a >= LIKELY:
+            m.repeats.append((o.id, s.rows[r]))  # enacts again, or with its anchor
         elif acts(s.steps[j]):
             continue  # an extra action: ``align`` lists what nothing consumed
         elif r >= 0:
             m.repeats.append((o.id, s.rows[r]))  # commentary on its likeliest obligation
 
 
-def precedence(expected: Expected) -> np.ndarray:
+def precedence(expected: Expected, *, closed: bool = True) -> np.ndarray:
     """before[i, j]: G_E's node i must come no later than node j (requires/enables/
-    branches_to edges, extended to the subtrees of their ends, transitively)."""
+    branches_to edges, extended to the subtrees of their ends; transitively when
+    ``closed``). The alignment charges only the edges themselves: one misplaced step
+    is one ordering failure per edge it breaks, not one per obligation downstream."""
     rows = expected.nodes
     idx = {e: i for i, e in enumerate(rows)}
     n = len(rows)
@@ -276,6 +299,7 @@ def precedence(expected: Expected) -> np.ndarray:
         vs = [x for x in dst if x in idx]
         for u in us:
             before[idx[u], [idx[v] for v in vs]] = True
-    for k in range(n):  # transitive closure (Warshall), n is a contract's size
-        before |= before[:, [k]] & before[[k], :]
+    if closed:
+        for k in range(n):  # transitive closure (Warshall), n is a contract's size
+            before |= before[:, [k]] & before[[k], :]
     return before

@@ -94,18 +94,22 @@ def failure_probability(
 
 
 TRACE_FAMILIES = ("omission", "wrong_branch", "ordering", "extra_action")
-TRACE_FEATURES = tuple(
-    f"{fam}_{w}" for fam in TRACE_FAMILIES for w in ("count", "max", "sum")
-) + ("omitted_share", "checks_failed")
+_PER_FAMILY = tuple(f"{fam}_{w}" for fam in TRACE_FAMILIES for w in ("count", "max", "sum"))
+TRACE_FEATURES = (*_PER_FAMILY, "omitted_share", "checks_failed", "doubt_max", "doubt_sum")
 
 
-def trace_features(failures: Iterable[Mapping[str, Any]], n_obligations: int) -> list[float]:
-    """The summary of one run's failures that the verdict model reads: per matched family
-    the count, the largest and the summed probability, the share of the pairable
-    obligations omitted, and whether a machine check failed.
+def trace_features(
+    failures: Iterable[Mapping[str, Any]], n_obligations: int, paired: Iterable[float] = ()
+) -> list[float]:
+    """The summary of one run that the verdict model reads: per matched family the count,
+    the largest and the summed probability of its failures, the share of the pairable
+    obligations omitted, whether a machine check failed, and the doubt of the pairings
+    made (1 - P of each: a weak pairing is an omission that may have been missed).
 
-    >>> trace_features([{"family": "omission", "probability": 0.5}], 2)[:3], len(TRACE_FEATURES)
-    ([1.0, 0.5, 0.5], 14)
+    >>> trace_features([{"family": "omission", "probability": 0.5}], 2, [0.9])[:3]
+    [1.0, 0.5, 0.5]
+    >>> len(TRACE_FEATURES)
+    16
     """
     fs = list(failures)
     out: list[float] = []
@@ -115,6 +119,8 @@ def trace_features(failures: Iterable[Mapping[str, Any]], n_obligations: int) ->
     omitted = sum(1 for f in fs if f["family"] == "omission")
     out.append(omitted / max(n_obligations, 1))
     out.append(float(any(f["family"] in ("invariant_violation", "output_contract") for f in fs)))
+    doubt = [1.0 - p for p in paired]
+    out += [max(doubt, default=0.0), sum(doubt)]
     return out
 
 
@@ -129,10 +135,14 @@ class VerdictModel:
     intercept: float
 
     def p(self, x: Sequence[float]) -> float:
-        """>>> VerdictModel((0.0,), (1.0,), (2.0,), 0.0).p([0.0])
+        """P(violation) of one run's trace features.
+
+        >>> VerdictModel((0.0,), (1.0,), (2.0,), 0.0).p([0.0])
         0.5
         """
-        z = sum((v - m) / s * c for v, m, s, c in zip(x, self.mean, self.scale, self.coef, strict=True))
+        z = sum(
+            (v - m) / s * c for v, m, s, c in zip(x, self.mean, self.scale, self.coef, strict=True)
+        )
         return round(1.0 / (1.0 + math.exp(-max(min(z + self.intercept, 30.0), -30.0))), 6)
 
     @classmethod

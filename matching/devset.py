@@ -73,3 +73,18 @@ def folds_by_task(items: list[DevItem], k: int) -> list[list[int]]:
     tasks = sorted({it.task for it in items})
     fold_of = {t: i % k for i, t in enumerate(tasks)}
     return [[i for i, it in enumerate(items) if fold_of[it.task] == f] for f in range(k)]
+
+
+def load_pair_labels(root: Path) -> dict[tuple[int, int], list[dict[str, Any]]]:
+    """``pairs.jsonl`` of a development-set folder: (task, trial) -> what each labelled
+    stretch of the trace enacts (``{"spans": [[start, end], ...], "nodes": [...]}``);
+    empty without the file."""
+    path = root / "pairs.jsonl"
+    if not path.is_file():
+        return {}
+    out = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            d = json.loads(line)
+            out[(d["task_id"], d["trial"])] = d["pairs"]
+    return out

@@ -43,7 +43,7 @@ from .formats import FAMILIES as FAMILIES  # the judges and the web app read it 
 from .formats import METRICS as METRICS  # the report's metric names, read here too
 from .formats import REPORT, Contract, Observed, Query
 from .match import Alignment, align
-from .pair_model import PairModel, Thresholds, load_model
+from .pair_model import Thresholds, load_model
 from .satisfaction import Pos, Satisfaction, satisfaction
 
 if TYPE_CHECKING:
@@ -176,10 +176,6 @@ def evaluate_detailed(
         A reviewer's forced and refused pairs, applied to the automatic alignment
         (:mod:`matching.corrections`) before it is scored.
 
-    Returns
-    -------
-    Evaluation
-
     Raises
     ------
     ValueError
@@ -193,17 +189,10 @@ def evaluate_detailed(
     omitted, omission_status = omission_failures(expected, s, folded)
     ordered, ordering_edges, conform = ordering_failures(expected, s)
     scores, unjudged, reasons = invariant_scores(expected, observed)
-    failures = [
-        *branch_failures,
-        *omitted,
-        *ordered,
-        *extra_action_failures(m),
-        *invariant_failures(expected, scores),
-        *output_failures(s),
-    ]
+    failures = [*branch_failures, *omitted, *ordered, *extra_action_failures(m)]
+    failures += [*invariant_failures(expected, scores), *output_failures(s)]
     reasons.update({n: r.reason or "" for n, r in s.outputs.items() if r.passed is None})
-    model = semantic.model if semantic else load_model()
-    confidence = _confidence(expected, m, failures, scores, model) if m.likelihoods else None
+    confidence = _confidence(expected, m, failures, scores, semantic) if m.likelihoods else None
     return Evaluation(
         expected=expected,
         alignment=m,
@@ -225,9 +214,10 @@ def _confidence(
     m: Alignment,
     failures: list[Failure],
     scores: Mapping[str, float],
-    model: PairModel,
+    semantic: Setup | None,
 ) -> dict[str, Any]:
     """Each failure's probability (set on it), P(violation) and the default verdict."""
+    model = semantic.model if semantic else load_model()
     for f in failures:
         if f["family"] == "invariant_violation" and f["location"] in scores:
             p = 1.0 - scores[f["location"]]
@@ -236,7 +226,7 @@ def _confidence(
         f["probability"] = round(p, 6)
     vm = model.verdict_model
     if vm is not None:
-        pv = vm.p(trace_features(failures, len(m.likelihoods.omission)))
+        pv = vm.p(trace_features(failures, len(m.likelihoods.omission), m.scores.values()))
     else:
         pv = p_violation(f["probability"] for f in failures)
     return {"p_violation": pv, "verdict": model.thresholds.verdict(pv)}

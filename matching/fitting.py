@@ -79,7 +79,7 @@ def risk_coverage(p: Sequence[float], y: Sequence[bool]) -> list[tuple[float, fl
     """(share decided, balanced accuracy of the decided) as the abstention band around
     the best single cut widens: the points of a risk–coverage plot."""
     pa, ya = np.asarray(p, dtype=float), np.asarray(y, dtype=bool)
-    centre = fit_thresholds(pa, ya, target=2.0).clean_below
+    centre = fit_thresholds(pa.tolist(), ya.tolist(), target=2.0).clean_below
     order = np.argsort(np.abs(pa - centre))[::-1]  # most confident first
     out = []
     for k in range(1, len(pa) + 1):

@@ -18,7 +18,7 @@ nodes × steps.
 >>> nodes = [c.by_id[n] for n in e.nodes]
 >>> s = [Step("ask", None, whole="Could you give me your order number?")]
 >>> pairs_of(nodes, s, e, sims=lambda a, b: np.zeros((len(a), len(b)))).shape[1:]
-(1, 21)
+(1, 20)
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ FEATURES = (
     "tok_best",  # best token similarity over the same texts
     "tool_match",  # the step calls a tool the node binds
     "tool_other",  # the step calls a tool the node does not bind, and the node binds some
-    "call_free",  # the step is a call and the node binds no tool
     "arg_overlap",  # token similarity of the call's argument names with the node's words
     "row_margin",  # how far this step reads better than the node's next-best step
     "col_margin",  # how far this node reads better than the step's next-best obligation
@@ -107,7 +106,9 @@ def pairs_of(
     if not n_nodes or not n_steps:
         return out
     n_active = n_nodes if n_active is None else n_active
-    rows, owner, is_enact = [], [], []
+    rows: list[str] = []
+    owner: list[int] = []
+    is_enact: list[bool] = []
     for i, n in enumerate(nodes):
         t, en = node_texts(n, expected)
         rows += t
@@ -129,11 +130,11 @@ def pairs_of(
     best = _reduce(_reduce(cos, row_starts, 0), col_starts, 1)
     out[..., f["cos_best"]] = best
     out[..., f["tok_best"]] = _reduce(_reduce(tok, row_starts, 0), col_starts, 1)
-    en = np.array(is_enact)
-    if en.any():
-        masked = np.where(en[:, None], cos, 0.0)
+    enact = np.array(is_enact, dtype=bool)
+    if enact.any():
+        masked = np.where(enact[:, None], cos, 0.0)
         out[..., f["cos_enact"]] = _reduce(_reduce(masked, row_starts, 0), col_starts, 1)
-        out[..., f["has_enact"]] = _reduce(en.astype(float), row_starts, 0)[:, None]
+        out[..., f["has_enact"]] = _reduce(enact.astype(float), row_starts, 0)[:, None]
     _tools(out, f, nodes, steps)
     sim = np.maximum(best, out[..., f["tok_best"]])
     out[..., f["row_margin"]] = sim - _best_other(sim.T, n_steps).T
@@ -182,10 +183,10 @@ def _tools(
                 hit = s.tool in n.tools
                 out[i, j, f["tool_match"]] = float(hit)
                 out[i, j, f["tool_other"]] = float(not hit)
-            else:
-                out[i, j, f["call_free"]] = 1.0
-                if s.tool in bound_anywhere:
-                    out[i, j, f["tool_other"]] = 1.0
+            elif s.tool in bound_anywhere:
+                # a call another node binds; a call no node binds may enact any node
+                # (a contract without a tool catalogue binds none)
+                out[i, j, f["tool_other"]] = 1.0
             if arg_words:
                 nt = tokens(f"{n.label} {n.description}")
                 out[i, j, f["arg_overlap"]] = len(arg_words & nt) / len(arg_words)

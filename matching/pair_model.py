@@ -41,7 +41,9 @@ class Thresholds:
     violation_from: float = 0.5
 
     def verdict(self, p_violation: float) -> str:
-        """>>> Thresholds(0.2, 0.8).verdict(0.5)
+        """The verdict P(violation) reads as.
+
+        >>> Thresholds(0.2, 0.8).verdict(0.5)
         'needs_review'
         """
         if p_violation < self.clean_below:

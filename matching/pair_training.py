@@ -21,6 +21,7 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -81,7 +82,9 @@ def case_pairs(case: Case, expected: Expected) -> tuple[np.ndarray, np.ndarray]:
     return x.reshape(-1, len(FEATURES)), y.reshape(-1)
 
 
-def suite_pairs(suite: Suite, families: Iterable[str] = TRAIN_FAMILIES, progress=None) -> Pairs:  # type: ignore[no-untyped-def]
+def suite_pairs(
+    suite: Suite, families: Iterable[str] = TRAIN_FAMILIES, progress: Any = None
+) -> Pairs:
     """The labelled pairs of a suite's cases of ``families`` (zero-shot), plus the
     clean cases again with taught enactments."""
     fams = set(families)
@@ -106,8 +109,50 @@ def data_hash(paths: Iterable[Path]) -> str:
     h = hashlib.sha256()
     h.update("\n".join(FEATURES).encode())
     for p in sorted(Path(x) for x in paths):
-        files = sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p]
+        files = (
+            sorted(q for q in p.rglob("*") if q.is_file())
+            if p.is_dir()
+            else [p]
+            if p.is_file()
+            else []
+        )
         for f in files:
             h.update(f.name.encode())
             h.update(f.read_bytes())
     return h.hexdigest()
+
+
+def devset_pairs(contract: Any, items: Any, labels: Any, progress: Any = None) -> Pairs:
+    """Labelled pairs of development-set traces: ``labels`` maps (task, trial) to
+    ``[{"spans": [[start, end], ...], "nodes": [...]}, ...]`` (what a reviewer said each
+    stretch of the trace enacts). Steps are projected onto the extracted steps by
+    overlap, as gold graphs are; the group of a pair is its task, so folds hold whole
+    tasks out."""
+    from .conditioning import condition
+    from .formats import Span
+
+    out = Pairs()
+    todo = [it for it in items if (it.task, it.trial) in labels]
+    for k, it in enumerate(todo):
+        gold = [
+            ObservedNode(f"g{i}_{n}", n, [Span(a, b) for a, b in row["spans"]], 0, gold=n)
+            for i, row in enumerate(labels[(it.task, it.trial)])
+            for n in row["nodes"]
+        ]
+        case = Case(
+            f"dev/{it.task}/{it.trial}", contract.id, it.query, _observed(it.text, gold), True
+        )
+        x, y = case_pairs(case, condition(contract, it.query))
+        out.x.append(x)
+        out.y.append(y)
+        out.group.append(f"task{it.task}")
+        out.case.append(case.id)
+        if progress:
+            progress(k + 1, len(todo))
+    return out
+
+
+def _observed(text: str, nodes: list[ObservedNode]) -> Any:
+    from .formats import Observed
+
+    return Observed(kind="trace", text=text, nodes=nodes)

@@ -302,10 +302,10 @@ def run_suite(
     jobs : int
         More than 1 forks that many worker processes.
     progress : callable, optional
-        Called with ``(cases done, cases)``.
+        ``(cases done, cases)`` as it goes.
     expected : dict, optional
-        The expected graph of some ``(contract, query)`` keys (e.g. contracts with
-        enactments removed or taught); the others are conditioned from the suite.
+        The expected graph of some ``(contract, query)`` keys (e.g. enactments removed
+        or taught); the others are conditioned from the suite.
     semantic : matching.alignment.Setup, optional
         Semantic mode's pair model and knobs (cross-validation swaps them).
 
@@ -315,13 +315,12 @@ def run_suite(
         One per case (an erroring case has verdict None and its error), then one per
         unreadable case line.
     """
-    if mode == "semantic":
+    if mode == "semantic":  # a missing model stops the run here, not as 1400 errored cases
         from .embed import encoder
 
-        encoder()  # a missing model stops the run here, not as 1400 errored cases
-    _STATE.update(
-        suite=suite, mode=mode, extractor=extractor, cache=dict(expected or {}), semantic=semantic
-    )
+        encoder()
+    _STATE.update(suite=suite, mode=mode, extractor=extractor, semantic=semantic)
+    _STATE["cache"] = dict(expected or {})
     n = len(suite.cases)
     results: list[CaseResult] = []
     chunk = max(1, min(200, n // (max(jobs, 1) * 8) or 1))
@@ -338,9 +337,7 @@ def run_suite(
             results.extend(_run_chunk(idx))
             if progress:
                 progress(len(results), n)
-    results.extend(
-        CaseResult(e["id"], False, None, None, None, [], e["error"]) for e in suite.errors
-    )
+    results += [CaseResult(e["id"], False, None, None, None, [], e["error"]) for e in suite.errors]
     return results
 
 

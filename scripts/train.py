@@ -18,6 +18,8 @@ import os
 import sys
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -27,6 +29,7 @@ from pairfit import (  # noqa: E402
     SUITE,
     C,
     cross_validate,
+    dev_pairs,
     devset_features,
     fit_knobs,
     fit_verdict,
@@ -63,9 +66,13 @@ def main(argv: list[str] | None = None) -> int:
     else:
         knobs, knob_fit = fit_knobs(suite, fold_models(x, y, groups))
         print(f"knobs {knobs}", file=sys.stderr)
-    model = model_of(x, y, knobs_=knobs)
-    tx, procedural, _, items = devset_features(model)
+    dev = dev_pairs()
+    tx, procedural, _, items = devset_features((x, y), dev, knobs)
     encoder().save(cache)
+    if dev is not None:  # the shipped model also learns from the development set's pairs
+        dx, dy, _ = dev.arrays()
+        x, y = np.vstack([x, dx]), np.concatenate([y, dy])
+    model = model_of(x, y, knobs_=knobs)
     # P(violation) of each trace held out by task, then thresholds on those
     oof = verdict_oof(tx, procedural, items)
     thresholds, verdict_fit = fit_verdict(oof, procedural, items)

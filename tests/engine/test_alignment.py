@@ -50,18 +50,25 @@ def test_an_obligation_starts_at_the_request_that_precedes_its_lookup() -> None:
 
 
 def test_the_solver_stays_small_whatever_the_trace_length() -> None:
+    # a chain of 30 obligations, each likeliest at three random steps of 2,000: the
+    # programme has 90 candidate binaries however long the trace
     rng = np.random.default_rng(0)
-    p = rng.random((30, 2000))
-    before = np.triu(np.ones((30, 30), dtype=bool), 1)
-    chosen, _ = solve(p, before, first_steps(p, list(range(2000)), 0.99), Knobs(top_k=3))
-    assert len(chosen) == 30
+    p = np.full((30, 2000), 0.01)
+    for r in range(30):
+        p[r, rng.choice(2000, 3, replace=False)] = 0.9
+    before = np.eye(30, k=1, dtype=bool)
+    chosen, crossed = solve(p, before, first_steps(p, list(range(2000)), 0.99), Knobs(top_k=3))
+    # an obligation whose every candidate would break two edges may stay unpaired: two
+    # crossings cost more than its pairing gains
+    assert len(chosen) >= 28 and all(p[r, c] == 0.9 for r, c in chosen.items())
+    assert all(before[a, b] for a, b in crossed)
 
 
 def test_steps_carry_act_tool_and_arguments_as_fields() -> None:
     text = (
         "[assistant] Shall I cancel reservation ZFA04Y? (yes/no)\n"
         '[tool] cancel_reservation(reservation_id="ZFA04Y")\n'
-        "[assistant] Your reservation ZFA04Y is cancelled.\n"
+        "[assistant] Done: the booking is void and the money is on its way back.\n"
     )
     obs = extract_behaviour(text)
     st = steps(obs.nodes, text)
@@ -72,7 +79,7 @@ def test_steps_carry_act_tool_and_arguments_as_fields() -> None:
     ]
     assert st[1].args == {"reservation_id": "ZFA04Y"}
     # the closing act is a field, never words added to the label
-    assert obs.nodes[-1].label.startswith("Your reservation")
+    assert obs.nodes[-1].label.startswith("Done")
 
 
 @pytest.mark.parametrize(
