@@ -45,6 +45,17 @@ class InputKind(models.TextChoices):
     TAU_BENCH = "tau_bench", "τ-bench action list"
 
 
+class Assessment(models.TextChoices):
+    """A semantic run's three-way verdict: its P(violation) read with the project's
+    thresholds (:attr:`Project.review_clean_below`, :attr:`Project.review_violation_from`).
+    Token and oracle runs have none ("")."""
+
+    NONE = "", "None"
+    CLEAN = "clean", "Clean"
+    NEEDS_REVIEW = "needs_review", "Needs review"
+    VIOLATION = "violation", "Violation"
+
+
 FAMILY_FIELDS = {
     "wrong_branch": "n_wrong_branch",
     "omission": "n_omission",
@@ -88,6 +99,18 @@ class Run(models.Model):
     report = models.JSONField(null=True, blank=True)
     overlay = models.JSONField(null=True, blank=True)
     verdict = models.CharField(max_length=20, blank=True, default="", db_index=True)
+    assessment = models.CharField(
+        max_length=20,
+        choices=Assessment.choices,
+        blank=True,
+        default="",
+        db_index=True,
+        help_text="semantic mode: clean, needs_review or violation, from p_violation and"
+        " the project's thresholds",
+    )
+    p_violation = models.FloatField(
+        "P(violation)", null=True, blank=True, help_text="semantic mode: P(violation)"
+    )
     failure_count = models.PositiveIntegerField(default=0)
     n_wrong_branch = models.PositiveIntegerField(default=0)
     n_omission = models.PositiveIntegerField(default=0)
@@ -146,6 +169,9 @@ class Run(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(verdict__in=["", "clean", "non_clean"]), name="run_verdict_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(assessment__in=Assessment.values), name="run_assessment_valid"
             ),
         ]
 
