@@ -11,6 +11,7 @@ from django.core.cache import cache
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
 from ..models import FAMILY_FIELDS, Contract, ContractStatus, Project, ReviewVerdict, Run, RunStatus
+from .assessments import ASSESSMENT_RANK
 from .workspace import cut_text
 
 
@@ -51,7 +52,8 @@ def reviewed(qs: QuerySet[Run], yes: bool) -> QuerySet[Run]:
 # no JSON column (a run's warnings, usage and extraction were decoded for nothing).
 LIST_FIELDS = (
     *("contract__key", "contract__version", "query_key", "model_name", "status"),
-    *("verdict", "mode", "extractor", "created_at", "required_recall"),
+    *("verdict", "assessment", "p_violation", "mode", "extractor", "created_at"),
+    "required_recall",
     *("observed_precision", *FAMILY_FIELDS.values()),
 )
 
@@ -62,8 +64,11 @@ def list_rows(qs: QuerySet[Run]) -> QuerySet[Run]:
 
 
 def inbox(project: Project) -> QuerySet[Run]:
-    """Failed (non_clean) finished runs of ``project``, with their latest verdict."""
+    """Failed (non_clean) finished runs of ``project``, with their latest verdict: those
+    that need review first, then violations, then clean ones (by P(violation) and the
+    project's thresholds), then runs without an assessment; newest first within each."""
     qs = Run.objects.filter(project=project, status=RunStatus.DONE, verdict="non_clean")
+    qs = qs.order_by(ASSESSMENT_RANK, "-created_at", "-pk")
     return annotate_latest_verdict(qs.select_related("contract")).defer(
         "observed", "overlay", "report"
     )
