@@ -23,6 +23,7 @@ from .contracts import (
 )
 from .projects import Membership, Project, Role
 from .runs import (
+    ASSESSMENT_RANK,
     CONTRACTEVAL,
     EVALUATORS,
     FAMILY_FIELDS,
@@ -52,6 +53,7 @@ from .team import (
 )
 
 __all__ = [
+    "ASSESSMENT_RANK",
     "CONTRACTEVAL",
     "EVALUATORS",
     "AnnotatorDecision",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import Case, F, Q, Value, When
 
 from matching.formats import METRICS
 
@@ -55,6 +55,18 @@ class Assessment(models.TextChoices):
     NEEDS_REVIEW = "needs_review", "Needs review"
     VIOLATION = "violation", "Violation"
 
+
+# The inbox lists the runs a reviewer should read first first: needs review, then
+# violation, then clean, then runs without an assessment (token and oracle modes). The
+# index run_inbox_assessment is built on this very expression, so the inbox reads a
+# page in index order instead of sorting every failed run of the project.
+ASSESSMENT_RANK = Case(
+    When(assessment=Assessment.NEEDS_REVIEW, then=Value(0)),
+    When(assessment=Assessment.VIOLATION, then=Value(1)),
+    When(assessment=Assessment.CLEAN, then=Value(2)),
+    default=Value(3),
+    output_field=models.IntegerField(),
+)
 
 FAMILY_FIELDS = {
     "wrong_branch": "n_wrong_branch",
@@ -155,6 +167,15 @@ class Run(models.Model):
                 fields=["project", "status", "verdict", "-created_at", "-id"], name="run_inbox"
             ),
             models.Index(fields=["status", "started_at"], name="run_stale"),
+            models.Index(
+                F("project"),
+                F("status"),
+                F("verdict"),
+                ASSESSMENT_RANK,
+                F("created_at").desc(),
+                F("id").desc(),
+                name="run_inbox_assessment",
+            ),
         ]
         constraints = [
             models.CheckConstraint(

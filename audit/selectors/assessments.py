@@ -1,5 +1,5 @@
 """How a project reads a semantic run's P(violation): the three-way assessment (clean,
-needs review, violation), its thresholds, and the order the inbox lists runs in.
+needs review, violation) and its thresholds.
 
 A project's thresholds are its own where it set them, else the shipped pair model's
 (``matching.pair_model.load_model().thresholds``). The engine loads on first use, not
@@ -12,24 +12,12 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from django.db.models import Case, IntegerField, Value, When
-
-from ..models import Assessment, Project
+from ..models import Project
 
 if TYPE_CHECKING:
     from matching.pair_model import Thresholds
 
 logger = logging.getLogger(__name__)
-
-# The inbox lists the runs a reviewer should read first first: needs review, then
-# violation, then clean, then runs without an assessment (token and oracle modes).
-ASSESSMENT_RANK = Case(
-    When(assessment=Assessment.NEEDS_REVIEW, then=Value(0)),
-    When(assessment=Assessment.VIOLATION, then=Value(1)),
-    When(assessment=Assessment.CLEAN, then=Value(2)),
-    default=Value(3),
-    output_field=IntegerField(),
-)
 
 
 def shipped_thresholds() -> Thresholds | None:

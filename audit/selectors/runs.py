@@ -10,8 +10,16 @@ from typing import Any, cast
 from django.core.cache import cache
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
-from ..models import FAMILY_FIELDS, Contract, ContractStatus, Project, ReviewVerdict, Run, RunStatus
-from .assessments import ASSESSMENT_RANK
+from ..models import (
+    ASSESSMENT_RANK,
+    FAMILY_FIELDS,
+    Contract,
+    ContractStatus,
+    Project,
+    ReviewVerdict,
+    Run,
+    RunStatus,
+)
 from .workspace import cut_text
 
 
