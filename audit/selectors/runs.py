@@ -162,12 +162,14 @@ def family_rows(scores: Mapping[str, Any]) -> list[FamilyBar]:
 
 
 def next_unreviewed(run: Run) -> int | None:
-    """The pk of the newest other inbox run of ``run``'s project without a verdict.
+    """The pk of the first other inbox run of ``run``'s project without a verdict, in the
+    inbox's order (needs review first, then newest first).
 
     An anti-join on the inbox index that stops at the first match (0.2 ms at 100,000
     runs); the join ``verdicts__isnull=True`` was estimated at one row, so PostgreSQL
     sorted every failed run of the project to find it (740 ms).
     """
     qs = Run.objects.filter(project_id=run.project_id, status=RunStatus.DONE, verdict="non_clean")
-    qs = reviewed(qs, yes=False).exclude(pk=run.pk).order_by("-created_at", "-pk")
+    qs = reviewed(qs, yes=False).exclude(pk=run.pk)
+    qs = qs.order_by(ASSESSMENT_RANK, "-created_at", "-pk")
     return qs.values_list("pk", flat=True).first()

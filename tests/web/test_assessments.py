@@ -157,6 +157,22 @@ def test_the_inbox_lists_needs_review_first_then_violations_then_clean_then_the_
     assert order == [review_new.pk, review_old.pk, violation.pk, clean.pk, token.pk]
 
 
+def test_next_unreviewed_follows_the_inbox_order(thresholds, semantic_run, login):
+    violation = semantic_run(0.9)
+    review = semantic_run(0.5)
+    token = semantic_run(0.9, mode="token")  # the newest, yet last in the inbox
+    client = login("reviewer")
+
+    def next_link(run):
+        html = client.get(f"/r/{run.pk}/").content.decode()
+        link = html.split('data-testid="next-unreviewed"')[0].rsplit('href="', 1)[1]
+        return link.split('"')[0]
+
+    assert next_link(token) == f"/r/{review.pk}/"
+    assert next_link(review) == f"/r/{violation.pk}/"
+    assert next_link(violation) == f"/r/{review.pk}/"
+
+
 def test_the_inbox_the_run_list_and_the_api_filter_on_the_assessment(
     thresholds, semantic_run, login, api
 ):
