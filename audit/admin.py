@@ -29,6 +29,9 @@ class MembershipInline(admin.TabularInline):
 class ProjectAdmin(admin.ModelAdmin):
     list_display = ["name", "slug", "created_at"]
     prepopulated_fields = {"slug": ["name"]}
+    # Set on the project page (review_thresholds_set), which also re-reads the
+    # assessments of the project's semantic runs; a change here would leave them stale.
+    readonly_fields = ["review_clean_below", "review_violation_from"]
     inlines = [MembershipInline]
 
 

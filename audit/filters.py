@@ -12,10 +12,18 @@ from typing import Any
 import django_filters as df
 from django.db.models import QuerySet
 
-from .models import FAMILY_FIELDS, Batch, Contract, Query, Run
+from .models import FAMILY_FIELDS, Assessment, Batch, Contract, Query, Run
 from .selectors.runs import reviewed
 
 FAMILIES_HELP = "a failure family: " + ", ".join(FAMILY_FIELDS)
+ASSESSMENT_HELP = (
+    "semantic runs: needs_review, violation or clean (P(violation) read with the"
+    " project's thresholds); token and oracle runs have none"
+)
+
+
+def by_assessment(qs: QuerySet[Run], name: str, value: str) -> QuerySet[Run]:
+    return qs.filter(assessment=value) if value in Assessment.values else qs.none()
 
 
 class _RunTarget(df.FilterSet):
@@ -33,6 +41,7 @@ class RunListFilter(_RunTarget):
 
     status = df.CharFilter(help_text="queued, running, done or failed")
     verdict = df.CharFilter(help_text="clean or non_clean")
+    assessment = df.CharFilter(method=by_assessment, help_text=ASSESSMENT_HELP)
 
 
 class InboxFilter(_RunTarget):
@@ -40,6 +49,7 @@ class InboxFilter(_RunTarget):
 
     family = df.CharFilter(method="filter_family", help_text=FAMILIES_HELP)
     reviewed = df.CharFilter(method="filter_reviewed", help_text="yes or no")
+    assessment = df.CharFilter(method=by_assessment, help_text=ASSESSMENT_HELP)
 
     def filter_family(self, qs: QuerySet[Run], name: str, value: str) -> QuerySet[Run]:
         col = FAMILY_FIELDS.get(value)

@@ -47,6 +47,7 @@ CREATE_ROLES = frozenset({Role.ANNOTATOR, Role.ADMIN})
 ASSIGN = Role.ADMIN  # assign work, switch double annotation on or off
 CURATE = Role.REVIEWER  # adjudicate a double-annotated contract
 COMMENT = Role.ANNOTATOR  # write, resolve and reopen comments
+THRESHOLDS = Role.ADMIN  # set the P(violation) thresholds of a project's review
 
 
 def can_create(role: str) -> bool:

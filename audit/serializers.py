@@ -111,6 +111,8 @@ class RunSerializer(serializers.ModelSerializer):
             "error",
             "warnings",
             "verdict",
+            "assessment",
+            "p_violation",
             "failure_count",
             "families",
             "metrics",

@@ -23,6 +23,7 @@ urlpatterns = [
     path("p/<slug:slug>/", projects.project_detail, name="project_detail"),
     path("p/<slug:slug>/import/", projects.contract_import, name="contract_import"),
     path("p/<slug:slug>/new/", projects.contract_new, name="contract_new"),
+    path("p/<slug:slug>/review-thresholds/", projects.review_thresholds, name="review_thresholds"),
     path("c/<int:pk>/", workspace.workspace, name="workspace"),
     path("c/<int:pk>/export.json", contracts.contract_export, name="contract_export"),
     path("c/<int:pk>/propose/", contracts.propose, name="propose"),

@@ -5,7 +5,7 @@ batches."""
 
 from __future__ import annotations
 
-from .runs import BatchForm, EvaluatorSelect, RunForm, VerdictForm
+from .runs import BatchForm, EvaluatorSelect, ReviewThresholdsForm, RunForm, VerdictForm
 from .workspace import (
     ARTIFACT_EXTENSIONS,
     EDGE_RELATIONS,
@@ -52,6 +52,7 @@ __all__ = [
     "NodeForm",
     "QueryForm",
     "ReviewForm",
+    "ReviewThresholdsForm",
     "RunForm",
     "SPAN_ERRORS",
     "SpanForm",

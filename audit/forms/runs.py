@@ -105,6 +105,26 @@ class VerdictForm(forms.Form):
     note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
 
 
+class ReviewThresholdsForm(forms.Form):
+    """A project's review thresholds; empty: the shipped pair model's value."""
+
+    clean_below = forms.FloatField(
+        label="Clean below",
+        required=False,
+        min_value=0.0,
+        max_value=1.0,
+        help_text="a semantic run whose P(violation) is below this reads clean",
+    )
+    violation_from = forms.FloatField(
+        label="Violation from",
+        required=False,
+        min_value=0.0,
+        max_value=1.0,
+        help_text="from this P(violation) on it reads as a violation; between the two it"
+        " needs review",
+    )
+
+
 def _llm_ready() -> bool:
     try:
         return llm_config().configured

@@ -23,10 +23,12 @@ from .contracts import (
 )
 from .projects import Membership, Project, Role
 from .runs import (
+    ASSESSMENT_RANK,
     CONTRACTEVAL,
     EVALUATORS,
     FAMILY_FIELDS,
     METRIC_FIELDS,
+    Assessment,
     Batch,
     BatchSource,
     ExtractorName,
@@ -51,9 +53,11 @@ from .team import (
 )
 
 __all__ = [
+    "ASSESSMENT_RANK",
     "CONTRACTEVAL",
     "EVALUATORS",
     "AnnotatorDecision",
+    "Assessment",
     "Assignment",
     "AssignmentRole",
     "Comment",

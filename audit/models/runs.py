@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import Case, F, Q, Value, When
 
 from matching.formats import METRICS
 
@@ -44,6 +44,29 @@ class InputKind(models.TextChoices):
     TAU_BENCH_RESULTS = "tau_bench_results", "τ-bench results file"
     TAU_BENCH = "tau_bench", "τ-bench action list"
 
+
+class Assessment(models.TextChoices):
+    """A semantic run's three-way verdict: its P(violation) read with the project's
+    thresholds (:attr:`Project.review_clean_below`, :attr:`Project.review_violation_from`).
+    Token and oracle runs have none ("")."""
+
+    NONE = "", "None"
+    CLEAN = "clean", "Clean"
+    NEEDS_REVIEW = "needs_review", "Needs review"
+    VIOLATION = "violation", "Violation"
+
+
+# The inbox lists the runs a reviewer should read first first: needs review, then
+# violation, then clean, then runs without an assessment (token and oracle modes). The
+# index run_inbox_assessment is built on this very expression, so the inbox reads a
+# page in index order instead of sorting every failed run of the project.
+ASSESSMENT_RANK = Case(
+    When(assessment=Assessment.NEEDS_REVIEW, then=Value(0)),
+    When(assessment=Assessment.VIOLATION, then=Value(1)),
+    When(assessment=Assessment.CLEAN, then=Value(2)),
+    default=Value(3),
+    output_field=models.IntegerField(),
+)
 
 FAMILY_FIELDS = {
     "wrong_branch": "n_wrong_branch",
@@ -88,6 +111,18 @@ class Run(models.Model):
     report = models.JSONField(null=True, blank=True)
     overlay = models.JSONField(null=True, blank=True)
     verdict = models.CharField(max_length=20, blank=True, default="", db_index=True)
+    assessment = models.CharField(
+        max_length=20,
+        choices=Assessment.choices,
+        blank=True,
+        default="",
+        db_index=True,
+        help_text="semantic mode: clean, needs_review or violation, from p_violation and"
+        " the project's thresholds",
+    )
+    p_violation = models.FloatField(
+        "P(violation)", null=True, blank=True, help_text="semantic mode: P(violation)"
+    )
     failure_count = models.PositiveIntegerField(default=0)
     n_wrong_branch = models.PositiveIntegerField(default=0)
     n_omission = models.PositiveIntegerField(default=0)
@@ -132,6 +167,15 @@ class Run(models.Model):
                 fields=["project", "status", "verdict", "-created_at", "-id"], name="run_inbox"
             ),
             models.Index(fields=["status", "started_at"], name="run_stale"),
+            models.Index(
+                F("project"),
+                F("status"),
+                F("verdict"),
+                ASSESSMENT_RANK,
+                F("created_at").desc(),
+                F("id").desc(),
+                name="run_inbox_assessment",
+            ),
         ]
         constraints = [
             models.CheckConstraint(
@@ -146,6 +190,9 @@ class Run(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(verdict__in=["", "clean", "non_clean"]), name="run_verdict_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(assessment__in=Assessment.values), name="run_assessment_valid"
             ),
         ]
 

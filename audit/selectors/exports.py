@@ -23,6 +23,8 @@ def run_row(run: Run) -> dict[str, Any]:
         "extractor": run.extractor,
         "status": run.status,
         "verdict": run.verdict,
+        "assessment": run.assessment,
+        "p_violation": run.p_violation,
         "failures": run.failure_count,
         "families": " ".join(run.families),
     }
@@ -48,32 +50,36 @@ def rows_csv(rows: Iterable[Mapping[str, Any]], fields: list[str] | None = None)
 
 
 def run_csv(run: Run) -> str:
-    """A run as CSV: one line per failure (family, location, detail), plus its metrics."""
+    """A run as CSV: one line per failure (family, location, detail and, in semantic
+    mode, its probability, the run's assessment and P(violation)), plus its metrics."""
     buf = io.StringIO()
     writer = csv.writer(buf)
     writer.writerow(
-        ["run", "contract", "query", "model", "verdict", "family", "location", "detail"]
+        [
+            *("run", "contract", "query", "model", "verdict", "family", "location", "detail"),
+            *("probability", "assessment", "p_violation"),
+        ]
     )
     failures = (run.report or {}).get("failures", [])
     for f in failures or [{"family": "", "location": "", "detail": ""}]:
         writer.writerow(
             [
-                run.pk,
-                run.contract.key,
-                run.query_key,
-                run.model_name,
-                run.verdict,
-                f["family"],
-                f["location"],
-                f["detail"],
+                *(run.pk, run.contract.key, run.query_key, run.model_name, run.verdict),
+                *(f["family"], f["location"], f["detail"]),
+                _blank_none(f.get("probability")),
+                run.assessment,
+                _blank_none(run.p_violation),
             ]
         )
     writer.writerow([])
     writer.writerow(["metric", "value"])
     for m in METRIC_FIELDS:
-        v = getattr(run, m)
-        writer.writerow([m, "" if v is None else v])
+        writer.writerow([m, _blank_none(getattr(run, m))])
     return buf.getvalue()
+
+
+def _blank_none(value: Any) -> Any:
+    return "" if value is None else value
 
 
 def run_export(run: Run) -> dict[str, Any]:
@@ -87,6 +93,8 @@ def run_export(run: Run) -> dict[str, Any]:
         "mode": run.mode,
         "extractor": run.extractor,
         "status": run.status,
+        "assessment": run.assessment,
+        "p_violation": run.p_violation,
         "error": run.error,
         "warnings": run.warnings,
         "report": run.report,

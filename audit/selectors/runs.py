@@ -10,7 +10,16 @@ from typing import Any, cast
 from django.core.cache import cache
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
-from ..models import FAMILY_FIELDS, Contract, ContractStatus, Project, ReviewVerdict, Run, RunStatus
+from ..models import (
+    ASSESSMENT_RANK,
+    FAMILY_FIELDS,
+    Contract,
+    ContractStatus,
+    Project,
+    ReviewVerdict,
+    Run,
+    RunStatus,
+)
 from .workspace import cut_text
 
 
@@ -51,7 +60,8 @@ def reviewed(qs: QuerySet[Run], yes: bool) -> QuerySet[Run]:
 # no JSON column (a run's warnings, usage and extraction were decoded for nothing).
 LIST_FIELDS = (
     *("contract__key", "contract__version", "query_key", "model_name", "status"),
-    *("verdict", "mode", "extractor", "created_at", "required_recall"),
+    *("verdict", "assessment", "p_violation", "mode", "extractor", "created_at"),
+    "required_recall",
     *("observed_precision", *FAMILY_FIELDS.values()),
 )
 
@@ -62,8 +72,11 @@ def list_rows(qs: QuerySet[Run]) -> QuerySet[Run]:
 
 
 def inbox(project: Project) -> QuerySet[Run]:
-    """Failed (non_clean) finished runs of ``project``, with their latest verdict."""
+    """Failed (non_clean) finished runs of ``project``, with their latest verdict: those
+    that need review first, then violations, then clean ones (by P(violation) and the
+    project's thresholds), then runs without an assessment; newest first within each."""
     qs = Run.objects.filter(project=project, status=RunStatus.DONE, verdict="non_clean")
+    qs = qs.order_by(ASSESSMENT_RANK, "-created_at", "-pk")
     return annotate_latest_verdict(qs.select_related("contract")).defer(
         "observed", "overlay", "report"
     )
@@ -149,12 +162,14 @@ def family_rows(scores: Mapping[str, Any]) -> list[FamilyBar]:
 
 
 def next_unreviewed(run: Run) -> int | None:
-    """The pk of the newest other inbox run of ``run``'s project without a verdict.
+    """The pk of the first other inbox run of ``run``'s project without a verdict, in the
+    inbox's order (needs review first, then newest first).
 
     An anti-join on the inbox index that stops at the first match (0.2 ms at 100,000
     runs); the join ``verdicts__isnull=True`` was estimated at one row, so PostgreSQL
     sorted every failed run of the project to find it (740 ms).
     """
     qs = Run.objects.filter(project_id=run.project_id, status=RunStatus.DONE, verdict="non_clean")
-    qs = reviewed(qs, yes=False).exclude(pk=run.pk).order_by("-created_at", "-pk")
+    qs = reviewed(qs, yes=False).exclude(pk=run.pk)
+    qs = qs.order_by(ASSESSMENT_RANK, "-created_at", "-pk")
     return qs.values_list("pk", flat=True).first()

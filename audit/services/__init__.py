@@ -17,6 +17,7 @@ from matching.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .adjudication import adjudication_start, curation_choose, decisions_by_user
+    from .assessments import ThresholdError, review_thresholds_set
     from .batches import (
         CONTRACTEVAL,
         EVALUATORS,
@@ -84,6 +85,7 @@ _LAZY = {
     "PROPOSERS": "proposals",
     "ProposalRetry": "proposals",
     "ServiceError": "common",
+    "ThresholdError": "assessments",
     "adjudication_start": "adjudication",
     "assignment_create": "team",
     "assignment_delete": "team",
@@ -124,6 +126,7 @@ _LAZY = {
     "query_delete": "queries",
     "query_document": "queries",
     "query_save": "queries",
+    "review_thresholds_set": "assessments",
     "root_intent": "tools",
     "run_create": "runs",
     "run_execute": "runs",
@@ -146,6 +149,7 @@ __all__ = [
     "PROPOSERS",
     "ProposalRetry",
     "ServiceError",
+    "ThresholdError",
     "adjudication_start",
     "assignment_create",
     "assignment_delete",
@@ -186,6 +190,7 @@ __all__ = [
     "query_delete",
     "query_document",
     "query_save",
+    "review_thresholds_set",
     "root_intent",
     "run_create",
     "run_execute",

@@ -40,16 +40,19 @@ from .. import enqueue
 from ..models import (
     FAMILY_FIELDS,
     METRIC_FIELDS,
+    Assessment,
     AuditRecord,
     Contract,
     ContractStatus,
     ExtractorName,
+    Project,
     Query,
     Run,
     RunMode,
     RunStatus,
 )
 from ..permissions import RUN, authorize
+from ..selectors.assessments import project_thresholds
 from ..selectors.contracts import contract_document
 from ..selectors.teaching import taught_enactments
 from .common import (
@@ -292,7 +295,21 @@ def _evaluate(run: Run) -> tuple[dict[str, Any], dict[str, Any] | None, list[str
             run.llm_usage = add_usage(run.llm_usage, client.usage())
     evaluation = evaluate_detailed(expected, observed, mode=run.mode)
     overlay = overlay_payload(evaluation, observed)
+    _assess(run, evaluation)
     return evaluation.report(), overlay, caught
+
+
+def _assess(run: Run, evaluation) -> None:
+    """Set ``run``'s P(violation) and its reading with the project's thresholds (semantic
+    mode; token and oracle runs have neither)."""
+    project = Project.objects.only("review_clean_below", "review_violation_from").get(
+        pk=run.project_id
+    )
+    assessed = evaluation.assess(project_thresholds(project))
+    if assessed is None:
+        run.p_violation, run.assessment = None, Assessment.NONE
+    else:
+        run.p_violation, run.assessment = assessed["p_violation"], assessed["verdict"]
 
 
 def _run_client(run: Run) -> LLMClient | None:

@@ -1,4 +1,5 @@
-"""The reviewer inbox: failed runs with their latest verdict, filtered and exported."""
+"""The reviewer inbox: failed runs with their latest verdict, those that need review
+first, filtered and exported."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from ..permissions import RUN, project_for
 from ..selectors import exports
 from ..selectors import runs as run_reads
 from .common import LimitFirstPage, attachment
-from .runs import FAMILY_NAMES
+from .runs import ASSESSMENTS, FAMILY_NAMES
 
 
 @login_required
@@ -36,6 +37,7 @@ def inbox(request, slug):
             "params": params,
             "choices": run_reads.inbox_choices(project),
             "family_names": FAMILY_NAMES,
+            "assessments": ASSESSMENTS,
             "filter_query": query,
         },
     )

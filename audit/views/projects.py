@@ -1,4 +1,5 @@
-"""Pages of a project: the project list, a project's contracts, starting or importing a contract."""
+"""Pages of a project: the project list, a project's contracts, starting or importing a
+contract, its review thresholds."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from .. import services
-from ..forms import ImportForm, NewContractForm
-from ..permissions import IMPORT, VIEW, can_create, has_role, project_for
+from ..forms import ImportForm, NewContractForm, ReviewThresholdsForm
+from ..permissions import IMPORT, THRESHOLDS, VIEW, can_create, has_role, project_for
+from ..selectors import assessments as assessment_reads
 from ..selectors import contracts as contract_reads
 
 
@@ -24,22 +27,59 @@ def project_list(request):
     return render(request, "audit/project_list.html", {"projects": projects})
 
 
+def _detail_context(project, membership, **extra):
+    can_set = has_role(membership.role, THRESHOLDS)
+    thresholds = assessment_reads.thresholds_view(project) if can_set else None
+    initial = {"clean_below": project.review_clean_below}
+    initial["violation_from"] = project.review_violation_from
+    return {
+        "project": project,
+        "membership": membership,
+        "contracts": contract_reads.project_contracts(project),
+        "can_import": has_role(membership.role, IMPORT),
+        "can_create": can_create(membership.role),
+        "import_form": ImportForm(),
+        "can_set_thresholds": can_set,
+        "thresholds": thresholds,
+        "thresholds_form": ReviewThresholdsForm(initial=initial),
+        **extra,
+    }
+
+
 @login_required
 @require_GET
 def project_detail(request, slug):
     project, membership = project_for(request.user, slug)
-    return render(
-        request,
-        "audit/project_detail.html",
-        {
-            "project": project,
-            "membership": membership,
-            "contracts": contract_reads.project_contracts(project),
-            "can_import": has_role(membership.role, IMPORT),
-            "can_create": can_create(membership.role),
-            "import_form": ImportForm(),
-        },
-    )
+    return render(request, "audit/project_detail.html", _detail_context(project, membership))
+
+
+@login_required
+@require_POST
+def review_thresholds(request, slug):
+    """Set the project's review thresholds (admins); its semantic runs are read again.
+    htmx swaps the settings card (422 with the error beside the field)."""
+    project, membership = project_for(request.user, slug, THRESHOLDS)
+    form = ReviewThresholdsForm(request.POST)
+    saved = None
+    if form.is_valid():
+        try:
+            saved = services.review_thresholds_set(
+                project=project, user=request.user, **form.cleaned_data
+            )
+        except services.ThresholdError as exc:
+            form.add_error(exc.field, str(exc))
+    if saved is not None and not request.htmx:
+        messages.success(request, f"Review thresholds saved: {saved} semantic run(s) read again.")
+        return redirect(reverse("audit:project_detail", args=[slug]) + "#review-thresholds")
+    ctx = _detail_context(project, membership, thresholds_form=form, thresholds_saved=saved)
+    if request.htmx:
+        return render(
+            request,
+            "audit/project_detail.html#thresholds",
+            ctx,
+            status=422 if saved is None else 200,
+        )
+    return render(request, "audit/project_detail.html", ctx, status=400)
 
 
 @login_required
@@ -109,13 +149,5 @@ def contract_import(request, slug):
         else:
             messages.success(request, f"Imported {contract.key} v{contract.version}.")
             return redirect("audit:workspace", pk=contract.pk)
-    ctx = {
-        "project": project,
-        "membership": membership,
-        "contracts": contract_reads.project_contracts(project),
-        "can_import": True,
-        "can_create": can_create(membership.role),
-        "import_form": form,
-        "import_error": error,
-    }
+    ctx = _detail_context(project, membership, import_form=form, import_error=error)
     return render(request, "audit/project_detail.html", ctx, status=400)

@@ -16,7 +16,7 @@ from django.views.decorators.vary import vary_on_headers
 from .. import services
 from ..filters import RunListFilter, filter_values
 from ..forms import RunForm, VerdictForm
-from ..models import METRIC_FIELDS, RunStatus
+from ..models import METRIC_FIELDS, Assessment, RunStatus
 from ..permissions import RUN, TEACH, VERDICT, has_role, project_for, run_for
 from ..selectors import exports
 from ..selectors import runs as run_reads
@@ -44,6 +44,24 @@ FAMILY_NAMES = {
 }
 
 
+# The filter's choices: a run's three-way assessment (semantic mode).
+ASSESSMENTS = [(v, label) for v, label in Assessment.choices if v]
+
+
+def _failure_rows(report):
+    """The report's failures for the page: the family's name, and in semantic mode the
+    failure's probability as a percent (None otherwise)."""
+    return [
+        {
+            **f,
+            "index": i,
+            "name": FAMILY_NAMES.get(f["family"], f["family"]),
+            "percent": None if f.get("probability") is None else round(100 * f["probability"]),
+        }
+        for i, f in enumerate(report.get("failures", []))
+    ]
+
+
 def _runs_context(project, membership, request, form=None, error=""):
     contracts = run_reads.runnable_contracts(project)
     qs = run_reads.list_rows(RunListFilter(request.GET, queryset=project.runs.all()).qs)
@@ -58,6 +76,7 @@ def _runs_context(project, membership, request, form=None, error=""):
         "params": params,
         "error": error,
         "statuses": RunStatus.choices,
+        "assessments": ASSESSMENTS,
     }
 
 
@@ -131,10 +150,7 @@ def _run_context(run, membership, verdict_form=None, verdict_error=""):
         "run": run,
         "stale": run_is_stale(run),
         "report": report,
-        "failures": [
-            {**f, "index": i, "name": FAMILY_NAMES.get(f["family"], f["family"])}
-            for i, f in enumerate(report.get("failures", []))
-        ],
+        "failures": _failure_rows(report),
         "metrics": metrics,
         "payload": overlay,
         "segments": run_reads.trace_segments(trace_text, observed_nodes),

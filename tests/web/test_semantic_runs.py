@@ -52,6 +52,11 @@ def test_the_run_form_runs_a_pasted_trace_in_semantic_mode(
     assert run.mode == "semantic" and run.report["mode"] == "semantic"
     # a pasted trace has no final JSON record: that is the only failure
     assert _families(run) == {("output_contract", "reply_json")}
+    # P(violation) is kept, read with the shipped thresholds (the project set none)
+    confidence = run.report["confidence"]
+    assert run.p_violation == confidence["p_violation"]
+    assert run.assessment == confidence["verdict"]
+    assert all(0.0 <= f["probability"] <= 1.0 for f in run.report["failures"])
 
 
 def test_without_the_model_the_form_names_make_model_and_stores_nothing(
