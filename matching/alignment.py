@@ -108,7 +108,7 @@ def semantic_align(
         np.ix_([idx[e] for e in rows], [idx[e] for e in rows])
     ]
     stepno = [o.step for o in kept]
-    first = first_steps(p_act, stepno, knobs.pair)
+    first = first_steps(p_act, stepno, LIKELY)
     chosen, crossed = solve(p_act, before, first, knobs)
     m = Alignment("semantic", kept, [], {}, {})
     _pairs(m, rows, kept, p_act, chosen)

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from matching.behaviour import extract_behaviour
-from matching.evaluate import evaluate
+from matching.conditioning import condition
+from matching.evaluate import evaluate, evaluate_detailed
 from matching.validate import load_contract
 
 from .helpers import make_contract
@@ -61,11 +62,17 @@ def test_a_step_that_reads_most_like_a_free_obligation_enacts_it() -> None:
     assert failures(CLEAN) == set()
 
 
-def test_an_obligation_with_nothing_in_its_place_is_still_an_omission() -> None:
+def test_an_obligation_with_nothing_in_its_place_is_omitted_or_paired_in_doubt() -> None:
     text = CLEAN.replace(
         "[assistant] The blue enamel kettle you bought in March is on file here.\n", ""
     )
-    assert failures(text) == {("omission", "lookup")}
+    ev = evaluate_detailed(condition(SUPPORT, "q1"), extract_behaviour(text), mode="semantic")
+    reported = ("omission", "lookup") in {(f["family"], f["location"]) for f in ev.failures}
+    # a pairing with any step that reads at all like it is made, but with its doubt
+    assert reported or ev.alignment.scores["lookup"] < 0.5
+    clean = evaluate_detailed(condition(SUPPORT, "q1"), extract_behaviour(CLEAN), mode="semantic")
+    assert clean.confidence and ev.confidence
+    assert ev.confidence["p_violation"] > clean.confidence["p_violation"]
 
 
 def test_an_off_topic_tool_call_is_still_an_extra_action() -> None:

@@ -22,8 +22,9 @@ TRACE = """[user] Hi, I'd like a refund for order {order} please, it arrived {da
 [result] {{"refund_id": "RF-88", "status": "approved"}}
 [assistant] Your refund of $59.00 is approved and should arrive within 5 business days.
 """
-# The window check worded so loosely that semantic mode leaves it unpaired on its own
-# (it reads like no obligation): the case a reviewer's correction is for.
+# The window check worded so loosely that semantic mode cannot tell it enacts the check:
+# it leaves the check unpaired, or pairs it with doubt (a weak pairing): the case a
+# reviewer's correction is for.
 STEP = "Ten days is nothing, we are good there."
 
 
@@ -57,13 +58,19 @@ def _families(report: dict) -> set[tuple[str, str]]:
     return {(f["family"], f["location"]) for f in report["failures"]}
 
 
+def _in_doubt(report: dict, node: str) -> bool:
+    """The obligation is reported omitted, or paired with a probability below 0.6."""
+    scores = {a["expected"]: a["score"] for a in report["alignment"]}
+    return ("omission", node) in _families(report) or scores.get(node, 0.0) < 0.6
+
+
 def test_pairing_stores_a_corrected_report_with_who_and_when_and_teaches_an_enactment(
     audited, login, django_capture_on_commit_callbacks
 ):
     client = login("reviewer")
     run = _run(client, audited, django_capture_on_commit_callbacks)
     step = _step_of(run, STEP)
-    assert ("omission", "check_window") in _families(run.report)
+    automatic = run.report
     r = client.post(f"/r/{run.pk}/pair/", {"observed": step, "expected": "check_window"})
     assert r.status_code == 302
     fix = RunCorrection.objects.get(run=run)
@@ -71,7 +78,7 @@ def test_pairing_stores_a_corrected_report_with_who_and_when_and_teaches_an_enac
     assert ("omission", "check_window") not in _families(fix.report)
     assert ("extra_action", step) not in _families(fix.report)
     run.refresh_from_db()  # the automatic report is kept as it was
-    assert ("omission", "check_window") in _families(run.report)
+    assert run.report == automatic
     e = Enactment.objects.get()
     assert (e.node_id, e.text, e.run_id, e.step_id) == ("check_window", STEP, run.pk, step)
     assert e.reviewer.username == "reviewer"
@@ -150,7 +157,7 @@ def test_a_corrected_pairing_makes_the_next_semantic_run_of_a_similar_trace_pair
     later = _run(client, audited, django_capture_on_commit_callbacks, order="2077", days="twelve")
     paired = {a["expected"]: a["observed"] for a in later.report["alignment"]}
     assert paired.get("check_window") == _step_of(later, "Twelve days is nothing")
-    assert ("omission", "check_window") not in _families(later.report)
+    assert not _in_doubt(later.report, "check_window")
     # token mode reads the spec literally: no enactments
     token = _run(
         client,
@@ -173,7 +180,7 @@ def test_the_same_trace_run_again_after_teaching_is_a_new_run_that_reads_the_ena
     )
     again = _run(client, audited, django_capture_on_commit_callbacks)
     assert again.pk != first.pk
-    assert ("omission", "check_window") not in _families(again.report)
+    assert not _in_doubt(again.report, "check_window")
 
 
 def test_the_run_graph_offers_pairing_to_reviewers_through_the_correction_forms(
