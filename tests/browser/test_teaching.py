@@ -1,5 +1,6 @@
-"""The enactment loop in the browser: a reviewer pairs a step the semantic matcher left
-unpaired, the corrected report appears beside the automatic one, and the next run of a
+"""The enactment loop in the browser: a reviewer pairs a step the matcher left unpaired
+(a token-mode run: semantic mode pairs even this loosely worded check, with doubt), the
+corrected report appears beside the automatic one, and the next semantic run of a
 similar trace pairs that step on its own."""
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def setup(django_user_model, monkeypatch):
     return user, contract
 
 
-def _run(user, contract, order: str, days: str) -> Run:
+def _run(user, contract, order: str, days: str, mode: str = "semantic") -> Run:
     run, _ = services.run_create(
         contract=contract,
         user=user,
@@ -48,7 +49,7 @@ def _run(user, contract, order: str, days: str) -> Run:
         kind="text",
         data=TRACE.format(order=order, days=days, Days=days.capitalize()),
         source_kind="trace",
-        mode="semantic",
+        mode=mode,
         extractor="behaviour",
     )
     run.refresh_from_db()
@@ -67,7 +68,7 @@ def _step(run: Run, words: str) -> str:
 
 def test_a_pairing_corrected_in_the_browser_is_paired_by_the_next_run(live_server, page, setup):
     user, contract = setup
-    first = _run(user, contract, "1042", "ten")
+    first = _run(user, contract, "1042", "ten", mode="token")
     step = _step(first, "Ten days is nothing")
     assert step not in {a["observed"] for a in first.report["alignment"]}
     page.goto(f"{live_server.url}/login/")
@@ -133,7 +134,7 @@ def _click_graph(page, element: str, along: float | None = None) -> None:
 
 def test_a_reviewer_pairs_and_unpairs_by_clicking_in_the_graph(live_server, page, setup):
     user, contract = setup
-    run = _run(user, contract, "1042", "ten")
+    run = _run(user, contract, "1042", "ten", mode="token")
     step = _step(run, "Ten days is nothing")
     assert step not in {a["observed"] for a in run.report["alignment"]}
     blocked: list[str] = []
