@@ -104,9 +104,7 @@ def semantic_align(
     p = model.predict(pairs_of(nodes, st, expected, n_active=len(rows)))
     p_act, p_in = p[: len(rows)], p[len(rows) :]
     idx = {e: i for i, e in enumerate(expected.nodes)}
-    before = precedence(expected, closed=False)[
-        np.ix_([idx[e] for e in rows], [idx[e] for e in rows])
-    ]
+    before = precedence(expected)[np.ix_([idx[e] for e in rows], [idx[e] for e in rows])]
     stepno = [o.step for o in kept]
     first = first_steps(p_act, stepno, LIKELY)
     chosen, crossed = solve(p_act, before, first, knobs)
@@ -278,15 +276,14 @@ def _leftovers(
             m.repeats.append((o.id, s.rows[r]))  # commentary on its likeliest obligation
 
 
-def precedence(expected: Expected, *, closed: bool = True) -> np.ndarray:
-    """before[i, j]: G_E's node i must come no later than node j (requires/enables/
-    branches_to edges, extended to the subtrees of their ends; transitively when
-    ``closed``). The alignment charges only the edges themselves: one misplaced step
-    is one ordering failure per edge it breaks, not one per obligation downstream."""
+def precedence(expected: Expected) -> np.ndarray:
+    """before[i, j]: G_E's node i must come no later than node j, by one requires/enables/
+    branches_to edge extended to the subtrees of its ends. Not closed transitively: the
+    alignment charges each edge a misplaced step breaks, not every obligation downstream.
+    """
     rows = expected.nodes
     idx = {e: i for i, e in enumerate(rows)}
-    n = len(rows)
-    before = np.zeros((n, n), dtype=bool)
+    before = np.zeros((len(rows), len(rows)), dtype=bool)
     for edge in expected.edges:
         if edge.kind not in _ORDERED:
             continue
@@ -299,7 +296,4 @@ def precedence(expected: Expected, *, closed: bool = True) -> np.ndarray:
         vs = [x for x in dst if x in idx]
         for u in us:
             before[idx[u], [idx[v] for v in vs]] = True
-    if closed:
-        for k in range(n):  # transitive closure (Warshall), n is a contract's size
-            before |= before[:, [k]] & before[[k], :]
     return before

@@ -29,25 +29,32 @@ def _balanced(pred: np.ndarray, y: np.ndarray) -> float | None:
     return round(sum(rates) / len(rates), 6) if rates else None
 
 
+def verdict_scores(verdicts: Sequence[str], y: Sequence[bool]) -> dict[str, Any]:
+    """Share decided, and balanced agreement, accuracy and clean specificity on the decided
+    ones, of three-way ``verdicts`` against labels ``y`` (True: violation).
+
+    >>> verdict_scores(["clean", "needs_review", "violation"], [False, True, True])["share_decided"]
+    0.666667
+    """
+    ya = np.asarray(y, dtype=bool)
+    decided = np.array([v != "needs_review" for v in verdicts], dtype=bool)
+    pred = np.array([v == "violation" for v in verdicts], dtype=bool)
+    dp, dy = pred[decided], ya[decided]
+    return {
+        "cases": len(ya),
+        "share_decided": round(float(decided.mean()), 6) if len(ya) else None,
+        "balanced_decided": _balanced(dp, dy) if decided.any() else None,
+        "accuracy_decided": round(float((dp == dy).mean()), 6) if decided.any() else None,
+        "clean_specificity_decided": round(float((~dp[~dy]).mean()), 6) if (~dy).any() else None,
+    }
+
+
 def decided_scores(p: Sequence[float], y: Sequence[bool], t: Thresholds) -> dict[str, Any]:
     """Scores of the three-way verdicts of ``p`` against labels ``y`` (True: violation)."""
     pa, ya = np.asarray(p, dtype=float), np.asarray(y, dtype=bool)
-    verdicts = [t.verdict(float(x)) for x in pa]
-    decided = np.array([v != "needs_review" for v in verdicts], dtype=bool)
-    pred = np.array([v == "violation" for v in verdicts], dtype=bool)
-    n = len(pa)
-    return {
-        "cases": n,
-        "share_decided": round(float(decided.mean()), 6) if n else None,
-        "balanced_decided": _balanced(pred[decided], ya[decided]) if decided.any() else None,
-        "accuracy_decided": round(float((pred[decided] == ya[decided]).mean()), 6)
-        if decided.any()
-        else None,
-        "clean_specificity_decided": round(float((~pred[decided & ~ya]).mean()), 6)
-        if (decided & ~ya).any()
-        else None,
-        "balanced_all_at_half": _balanced(pa >= 0.5, ya),
-    }
+    out = verdict_scores([t.verdict(float(x)) for x in pa], ya.tolist())
+    out["balanced_all_at_half"] = _balanced(pa >= 0.5, ya)
+    return out
 
 
 def fit_thresholds(p: Sequence[float], y: Sequence[bool], *, target: float = 0.95) -> Thresholds:

@@ -174,6 +174,7 @@ def _tools(
     out: np.ndarray, f: dict[str, int], nodes: Sequence[Node], steps: Sequence[Step]
 ) -> None:
     bound_anywhere = {t for n in nodes for t in n.tools}
+    words = [tokens(f"{n.label} {n.description}") for n in nodes]
     for j, s in enumerate(steps):
         if s.act != "call" or not s.tool:
             continue
@@ -188,8 +189,7 @@ def _tools(
                 # (a contract without a tool catalogue binds none)
                 out[i, j, f["tool_other"]] = 1.0
             if arg_words:
-                nt = tokens(f"{n.label} {n.description}")
-                out[i, j, f["arg_overlap"]] = len(arg_words & nt) / len(arg_words)
+                out[i, j, f["arg_overlap"]] = len(arg_words & words[i]) / len(arg_words)
 
 
 def _acts(out: np.ndarray, f: dict[str, int], nodes: Sequence[Node], steps: Sequence[Step]) -> None:

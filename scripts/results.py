@@ -30,7 +30,7 @@ from matching.behaviour import extract_behaviour  # noqa: E402
 from matching.embed import encoder  # noqa: E402
 from matching.enactments import protocol_expected  # noqa: E402
 from matching.extract import extract_heuristic  # noqa: E402
-from matching.fitting import decided_scores, reliability, risk_coverage  # noqa: E402
+from matching.fitting import decided_scores, reliability, risk_coverage, verdict_scores  # noqa: E402
 from matching.llm.components import declared_study, format_components, observed_study  # noqa: E402
 from matching.pair_model import Thresholds, load_model  # noqa: E402
 from matching.propose import propose_heuristic  # noqa: E402
@@ -131,15 +131,13 @@ def devset_figures(model, fixture_xy) -> dict:  # type: ignore[no-untyped-def]
         ps = pairfit.verdict_oof(x, ys, items)
         _, fit = pairfit.fit_verdict(ps, ys, items)
         held = fit["held_out"]
-        t_verdicts = held["verdicts"]
-        decided = [v != "needs_review" for v in t_verdicts]
-        pred = [v == "violation" for v in t_verdicts]
+        scored = verdict_scores(held["verdicts"], held["y"])
         ya = held["y"]
         out[view] = {
             "violations": int(sum(ys)),
-            "share_decided": round(sum(decided) / len(decided), 6),
-            "balanced_decided": _balanced_of(pred, ya, decided),
-            "clean_specificity_decided": _spec_of(pred, ya, decided),
+            "share_decided": scored["share_decided"],
+            "balanced_decided": scored["balanced_decided"],
+            "clean_specificity_decided": scored["clean_specificity_decided"],
             "balanced_all_at_half": decided_scores(ps, ys, Thresholds(0.5, 0.5))[
                 "balanced_decided"
             ],
@@ -154,20 +152,6 @@ def _auc(p, y) -> float | None:  # type: ignore[no-untyped-def]
     from sklearn.metrics import roc_auc_score
 
     return round(float(roc_auc_score(y, p)), 6) if 0 < sum(y) < len(y) else None
-
-
-def _balanced_of(pred, y, keep) -> float | None:  # type: ignore[no-untyped-def]
-    rates = []
-    for want in (True, False):
-        idx = [i for i in range(len(y)) if keep[i] and y[i] is want]
-        if idx:
-            rates.append(sum(pred[i] == y[i] for i in idx) / len(idx))
-    return round(sum(rates) / len(rates), 6) if rates else None
-
-
-def _spec_of(pred, y, keep) -> float | None:  # type: ignore[no-untyped-def]
-    idx = [i for i in range(len(y)) if keep[i] and not y[i]]
-    return round(sum(not pred[i] for i in idx) / len(idx), 6) if idx else None
 
 
 def plots(dev: dict) -> list[str]:
