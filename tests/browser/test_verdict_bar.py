@@ -1,0 +1,85 @@
+"""The verdict bar at the widths reviewers use: a note field wide enough to write in,
+beside (not under) its buttons, and a recorded note shown whole."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from audit import enqueue, services
+from audit.models import Membership, Project
+from audit.services import runs
+
+pytestmark = [pytest.mark.browser]
+ROOT = Path(__file__).resolve().parents[2]
+PASSWORD = "pw-for-browser-2"
+TRACE = (
+    "[user] My order 1042 arrived broken, I want a refund.\n"
+    "[assistant] I looked up order 1042 and issued a refund to your original payment.\n"
+)
+NOTE = (
+    "The refund was issued before the ownership check: the email on the order was never"
+    " asked for, which the policy requires before any money moves. Second paragraph of"
+    " the note, so that a long note is seen whole."
+)
+
+
+@pytest.fixture
+def two_runs(django_user_model, monkeypatch):
+    monkeypatch.setattr(enqueue, "enqueue_run", lambda run_id: None)
+    user = django_user_model.objects.create_user(username="rev2", password=PASSWORD)
+    project = Project.objects.create(name="Demo", slug="demo")
+    Membership.objects.create(project=project, user=user, role="reviewer")
+    doc = json.loads((ROOT / "fixtures" / "demo" / "refund-mini.json").read_text())
+    contract = services.contract_import(project=project, user=user, source=doc)
+    contract = services.contract_mark_audited(contract=contract, user=user)
+    made = []
+    for k in range(2):
+        run, _ = runs.run_create(
+            contract=contract, user=user, query_key="q1", kind="text", data=TRACE + " " * k
+        )
+        made.append(runs.run_execute(run_id=run.pk))
+    return made
+
+
+def _login(page, live_server):
+    page.goto(f"{live_server.url}/login/")
+    page.fill("input[name=username]", "rev2")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+
+
+@pytest.mark.parametrize("width", [1024, 1440])
+def test_the_note_field_is_wide_and_clear_of_the_buttons(live_server, page, two_runs, width):
+    page.set_viewport_size({"width": width, "height": 800})
+    _login(page, live_server)
+    page.goto(f"{live_server.url}/r/{two_runs[0].pk}/")
+    page.wait_for_selector("[data-testid=next-unreviewed]")  # the case that squeezed it
+    note = page.locator("textarea[name=note]").bounding_box()
+    record = page.locator("#verdicts button[type=submit]").bounding_box()
+    following = page.locator("[data-testid=next-unreviewed]").bounding_box()
+    assert note and record and following
+    assert note["width"] >= 240, note
+    for button in (record, following):
+        apart_x = (
+            note["x"] + note["width"] <= button["x"] or button["x"] + button["width"] <= note["x"]
+        )
+        apart_y = (
+            note["y"] + note["height"] <= button["y"] or button["y"] + button["height"] <= note["y"]
+        )
+        assert apart_x or apart_y, (note, button)
+
+    page.check("input[name=agrees][value=no]")
+    page.fill("textarea[name=note]", NOTE)
+    page.click("#verdicts button[type=submit]")
+    page.wait_for_selector("[data-testid=verdict-row]")
+    shown = page.locator("[data-testid=verdict-row] p")
+    assert shown.inner_text().replace("\n", " ") == NOTE
+    # the whole note is on screen, not clipped by the bar's history box
+    clipped = page.evaluate(
+        "() => { const h = document.querySelector('#verdicts .verdict-history');"
+        " return h.scrollHeight > h.clientHeight + 1; }"
+    )
+    assert not clipped
