@@ -190,6 +190,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # a GET of a POST-only address goes to the page holding its form, not a bare 405
+    "audit.pages.FormOnlyMiddleware",
     # last, as django-axes asks: it turns a locked-out login into its lockout answer
     "axes.middleware.AxesMiddleware",
 ]

@@ -344,4 +344,4 @@ def test_only_a_project_admin_may_set_the_thresholds(thresholds, engine, login, 
     if role != "outsider":
         page = client.get("/p/tests/").content.decode()
         assert 'data-testid="review-thresholds"' not in page
-    assert client.get("/p/tests/review-thresholds/").status_code == 405
+    assert client.get("/p/tests/review-thresholds/").status_code == 302

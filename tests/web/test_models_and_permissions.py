@@ -77,10 +77,16 @@ def test_anonymous_users_are_sent_to_login(client, contract):
 
 
 def test_mutations_refuse_get(login, contract):
+    """A GET changes nothing: it is sent to the page holding the form."""
     client = login("admin")
     node = contract.nodes.first()
-    assert client.get(f"/c/{contract.pk}/nodes/{node.pk}/review/").status_code == 405
-    assert client.get(f"/c/{contract.pk}/propose/").status_code == 405
+    version, nodes = node.version, contract.nodes.count()
+    response = client.get(f"/c/{contract.pk}/nodes/{node.pk}/review/")
+    assert response.status_code == 302 and response.url == f"/c/{contract.pk}/nodes/{node.pk}/"
+    response = client.get(f"/c/{contract.pk}/propose/")
+    assert response.status_code == 302 and response.url == f"/c/{contract.pk}/"
+    node.refresh_from_db()
+    assert node.version == version and contract.nodes.count() == nodes
 
 
 def test_mutations_need_the_csrf_token(users, contract):

