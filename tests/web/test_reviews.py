@@ -1,15 +1,20 @@
-"""Review decisions name the node and the version on screen; bulk decisions and undo."""
+"""Review decisions name the node and the version on screen; bulk decisions move only
+the statuses they name; undo brings back what each node was."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from django.core.cache import cache
 
 from audit import services
-from audit.models import AuditRecord
+from audit.models import AuditRecord, Node
 from matching.propose import propose_heuristic
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
+REJECTED_BY_HAND = ("approve_refund", "offer_credit")
 
 
 @pytest.fixture
@@ -116,3 +121,159 @@ def test_a_user_outside_the_project_cannot_bulk_review(login, draft):
 def test_history_says_just_now_rather_than_zero_minutes(login, draft):
     page = login("annotator").get(f"/c/{draft.pk}/").content.decode()
     assert "just now" in page and "0\xa0minutes ago" not in page
+
+
+# ------------------------------------------------ bulk decisions are moves, not overwrites
+
+
+@pytest.fixture
+def mixed(login, contract):
+    """refund-mini with every node proposed, except approve_refund and offer_credit,
+    which the annotator rejected with the key r."""
+    Node.objects.filter(contract=contract).update(review_status="proposed")
+    cache.clear()  # the statuses changed outside the services: no cached audit holds
+    client = login("annotator")
+    for node in contract.nodes.filter(node_id__in=REJECTED_BY_HAND):
+        assert _review(client, contract, node, "reject").status_code == 200
+    return contract
+
+
+def _shown(page: str) -> list[str]:
+    """The ``pk:version`` of every outline row of a workspace page, as the bulk buttons
+    send them when the outline filter shows any status."""
+    return [
+        f"{pk}:{version}"
+        for pk, version in re.findall(
+            r'<li id="ol-\d+" [^>]*data-pk="(\d+)" data-version="(\d+)"', page
+        )
+    ]
+
+
+def _undo_refs(answer: str) -> list[str]:
+    """The nodes the Undo button of an answer takes back."""
+    form = re.search(r'<form id="ws-undo".*?</form>', answer, re.S)
+    assert form is not None
+    return re.findall(r'name="node" value="(\d+:\d+)"', form.group(0))
+
+
+def _statuses(contract) -> dict[str, str]:
+    return dict(contract.nodes.values_list("node_id", "review_status"))
+
+
+def test_confirming_all_shown_under_any_status_keeps_two_rejections_and_so_does_its_undo(
+    login, mixed
+):
+    client = login("annotator")
+    page = client.get(f"/c/{mixed.pk}/").content.decode()
+    shown = _shown(page)
+    assert len(shown) == 11
+    # the buttons say what they move and what they leave
+    assert "Confirm <span data-bulk-count>9</span> <span data-bulk-from>proposed</span>" in page
+    assert "2 rejected left as they are" in page
+    rejected = {n.pk: n.version for n in mixed.nodes.filter(node_id__in=REJECTED_BY_HAND)}
+
+    r = client.post(f"/c/{mixed.pk}/reviews/", {"action": "confirm", "node": shown}, **HTMX)
+    assert r.status_code == 200
+    assert "Confirmed 9 proposed; 2 rejected left as they were." in r.content.decode()
+    after = _statuses(mixed)
+    assert {k: v for k, v in after.items() if k in REJECTED_BY_HAND} == dict.fromkeys(
+        REJECTED_BY_HAND, "rejected"
+    )
+    assert {v for k, v in after.items() if k not in REJECTED_BY_HAND} == {"confirmed"}
+    undo = _undo_refs(r.content.decode())
+    assert len(undo) == 9 and not {int(ref.split(":")[0]) for ref in undo} & set(rejected)
+
+    r = client.post(f"/c/{mixed.pk}/reviews/", {"action": "undo", "node": undo}, **HTMX)
+    assert r.status_code == 200
+    assert "Undone: 9 back to proposed." in r.content.decode()
+    after = _statuses(mixed)
+    assert [k for k, v in after.items() if v == "rejected"] == list(REJECTED_BY_HAND)
+    assert list(after.values()).count("proposed") == 9
+    # the rejections were never written to: same version, no record since
+    assert dict(mixed.nodes.filter(pk__in=rejected).values_list("pk", "version")) == rejected
+    assert AuditRecord.objects.filter(contract=mixed, action="undo").count() == 9
+
+
+def test_confirming_rejected_nodes_picked_in_the_filter_moves_them_and_undo_rejects_them_again(
+    login, mixed
+):
+    client = login("annotator")
+    nodes = list(mixed.nodes.order_by("position"))
+    picked = [n for n in nodes if n.node_id in REJECTED_BY_HAND]
+    before = {n.pk: (n.version, n.label) for n in picked}
+    everything = [f"{n.pk}:{n.version}" for n in nodes]
+    r = client.post(
+        f"/c/{mixed.pk}/reviews/",
+        {"action": "confirm", "from": "rejected", "node": everything},
+        **HTMX,
+    )
+    assert "Confirmed 2 rejected; 9 proposed left as they were." in r.content.decode()
+    after = _statuses(mixed)
+    assert [k for k, v in after.items() if v == "confirmed"] == list(REJECTED_BY_HAND)
+    r = client.post(
+        f"/c/{mixed.pk}/reviews/",
+        {"action": "undo", "node": _undo_refs(r.content.decode())},
+        **HTMX,
+    )
+    assert "Undone: 2 back to rejected." in r.content.decode()
+    assert [k for k, v in _statuses(mixed).items() if v == "rejected"] == list(REJECTED_BY_HAND)
+    for n in mixed.nodes.filter(pk__in=before):  # versions only go up, an undo too
+        assert n.version == before[n.pk][0] + 2 and n.label == before[n.pk][1]
+    record = AuditRecord.objects.filter(contract=mixed, action="undo").latest("pk")
+    assert (record.before["review_status"], record.after["review_status"]) == (
+        "confirmed",
+        "rejected",
+    )
+
+
+def test_bulk_reject_leaves_confirmed_and_rejected_nodes_alone(login, mixed):
+    client = login("annotator")
+    first = mixed.nodes.exclude(node_id__in=REJECTED_BY_HAND).order_by("position").first()
+    assert _review(client, mixed, first, "confirm").status_code == 200
+    everything = [f"{pk}:{v}" for pk, v in mixed.nodes.values_list("pk", "version")]
+    r = client.post(f"/c/{mixed.pk}/reviews/", {"action": "reject", "node": everything}, **HTMX)
+    assert "Rejected 8 proposed; 1 confirmed, 2 rejected left as they were." in r.content.decode()
+    assert _statuses(mixed)[first.node_id] == "confirmed"
+    assert AuditRecord.objects.filter(contract=mixed, action="reject").count() == 2 + 8
+
+
+def test_a_key_pressed_on_a_rejected_node_confirms_it_and_undo_rejects_it_again(login, mixed):
+    client = login("annotator")
+    node = mixed.nodes.get(node_id="approve_refund")
+    r = _review(client, mixed, node, "confirm")
+    assert r.status_code == 200 and "Confirmed 1 rejected." in r.content.decode()
+    node.refresh_from_db()
+    assert node.review_status == "confirmed"
+    undo = _undo_refs(r.content.decode())
+    assert undo == [f"{node.pk}:{node.version}"]
+    client.post(f"/c/{mixed.pk}/reviews/", {"action": "undo", "node": undo}, **HTMX)
+    node.refresh_from_db()
+    assert node.review_status == "rejected"
+
+
+def test_undo_of_a_node_whose_last_change_was_no_decision_is_refused(login, mixed, users):
+    client = login("annotator")
+    node = mixed.nodes.get(node_id="lookup_order")
+    node = services.node_update(
+        node=node,
+        user=users["annotator"],
+        data={"label": "Look the order up", "parent": node.parent},
+        expected_version=node.version,
+    )
+    r = client.post(
+        f"/c/{mixed.pk}/reviews/", {"action": "undo", "node": [f"{node.pk}:{node.version}"]}, **HTMX
+    )
+    assert r.status_code == 422 and "no decision to undo" in r.content.decode()
+    node.refresh_from_db()
+    assert node.review_status == "edited" and node.label == "Look the order up"
+
+
+def test_a_bulk_decision_from_an_unknown_status_is_refused(login, mixed):
+    node = mixed.nodes.first()
+    r = login("annotator").post(
+        f"/c/{mixed.pk}/reviews/",
+        {"action": "confirm", "from": "maybe", "node": [f"{node.pk}:{node.version}"]},
+        **HTMX,
+    )
+    assert r.status_code == 422 and "maybe" in r.content.decode()
+    assert set(_statuses(mixed).values()) == {"proposed", "rejected"}
