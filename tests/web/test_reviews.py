@@ -3,13 +3,22 @@ the statuses they name; undo brings back what each node was."""
 
 from __future__ import annotations
 
+import contextlib
 import re
+from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 from django.core.cache import cache
+from django.db import transaction
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from audit import services
-from audit.models import AuditRecord, Node
+from audit.models import AuditRecord, Node, ReviewStatus
+from audit.selectors.contracts import node_snapshot
+from audit.services.concurrency import ConflictError
+from audit.services.reviews import ANY_STATE, DECISIONS, DEFAULT_FROM, nodes_review
 from matching.propose import propose_heuristic
 
 pytestmark = pytest.mark.django_db
@@ -277,3 +286,157 @@ def test_a_bulk_decision_from_an_unknown_status_is_refused(login, mixed):
     )
     assert r.status_code == 422 and "maybe" in r.content.decode()
     assert set(_statuses(mixed).values()) == {"proposed", "rejected"}
+
+
+# ------------------------------------------------- no decision is ever lost (property)
+#
+# Two reviewers, each with a page loaded at some moment (the versions it shows, and its
+# Undo button), press keys on single nodes, confirm or reject a selection in bulk (from
+# the statuses they picked, or *proposed*), undo their last decision, edit a node and
+# reload. A model of what each step may do is kept beside the database; after every
+# step they must agree, and the audit trail must show that every status that changed
+# was changed by an action that named it (its status among those picked, its version
+# the one on screen), and that an undo brought back exactly the node as it was.
+
+STATUSES: list[str] = list(ReviewStatus.values)
+review_steps = st.lists(
+    st.tuples(
+        st.sampled_from(["key", "bulk", "bulk", "undo", "undo", "edit", "reload"]),
+        st.sampled_from(["annotator", "admin"]),
+        st.sampled_from(sorted(DECISIONS)),
+        st.integers(0, 2**11 - 1),  # the node of a key or edit; the selection of a bulk
+        st.sets(st.sampled_from(STATUSES), max_size=2),  # picked in the filter, or none
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@dataclass
+class Page:
+    """One reviewer's browser: the version of each node on screen, the nodes its Undo
+    button takes back, and those nodes as they were before that decision."""
+
+    seen: dict[int, int]
+    undo: list[tuple[int, int]] = field(default_factory=list)
+    before: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+
+class _Rollback(Exception):
+    """Ends an example: its changes are rolled back, so the next starts afresh."""
+
+
+def _state(contract) -> dict[int, dict[str, Any]]:
+    nodes = Node.objects.filter(contract=contract).select_related("parent")
+    return {n.pk: node_snapshot(n) for n in nodes.prefetch_related("spans")}
+
+
+def _unversioned(snapshot: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in snapshot.items() if k != "version"}
+
+
+def _request(kind, action, number, picked, pks, page):
+    """(action, nodes with the versions on screen, statuses it may move) of a step."""
+    if kind == "key":  # a key names one node: a deliberate choice, whatever its status
+        pk = pks[number % len(pks)]
+        return action, [(pk, page.seen[pk])], ANY_STATE
+    if kind == "bulk":  # no bit set: the whole outline, as "any status" shows it
+        chosen = [pk for i, pk in enumerate(pks) if number >> i & 1] or pks
+        return action, [(pk, page.seen[pk]) for pk in chosen], tuple(picked) or DEFAULT_FROM
+    return "undo", list(page.undo), ()
+
+
+def _expected(now, action, refs, sources, page) -> dict[int, tuple[str, int]]:
+    """The (status, version) of each node after the step, by the rules alone."""
+    out = {pk: (s["review_status"], s["version"]) for pk, s in now.items()}
+    if any(now[pk]["version"] != seen for pk, seen in refs):
+        return out  # a stale copy: nothing changes
+    for pk, _ in refs:
+        status = now[pk]["review_status"]
+        if action == "undo":
+            out[pk] = (page.before[pk]["review_status"], now[pk]["version"] + 1)
+        elif status in sources and status != DECISIONS[action]:
+            out[pk] = (DECISIONS[action], now[pk]["version"] + 1)
+    return out
+
+
+def _decide(contract, user, kind, action, number, picked, page):
+    """One review step of ``user`` from ``page``; checks the rules and its records."""
+    now, last = _state(contract), AuditRecord.objects.order_by("-pk").values("pk").first()
+    action, refs, sources = _request(kind, action, number, picked, sorted(now), page)
+    if not refs:
+        return  # no Undo button on the page
+    expected = _expected(now, action, refs, sources, page)
+    try:
+        outcome = nodes_review(
+            contract=contract,
+            user=user,
+            action=action,
+            nodes=refs,
+            from_states=sources or DEFAULT_FROM,
+        )
+    except ConflictError:
+        assert any(now[pk]["version"] != seen for pk, seen in refs)
+        outcome = None
+    after = _state(contract)
+    assert {pk: (s["review_status"], s["version"]) for pk, s in after.items()} == expected
+    named = dict(refs)
+    for record in AuditRecord.objects.filter(pk__gt=last["pk"] if last else 0):
+        pk = next(pk for pk in named if now[pk]["id"] == record.object_id)
+        assert record.action == action and record.before["version"] == named[pk]
+        if action == "undo":  # exactly the node as it was before the decision undone
+            assert _unversioned(record.after) == _unversioned(page.before[pk])
+            assert _unversioned(after[pk]) == _unversioned(page.before[pk])
+        else:
+            assert record.before["review_status"] in sources
+    if outcome is not None:
+        page.seen.update((n.pk, n.version) for n, _ in outcome.changed)
+        undone = action == "undo"
+        page.undo = [] if undone else [(n.pk, n.version) for n, _ in outcome.changed]
+        page.before = {} if undone else {n.pk: now[n.pk] for n, _ in outcome.changed}
+
+
+def _edit(contract, user, number, page) -> None:
+    """``user`` edits a node's label from ``page``: it becomes *edited*, or a stale
+    copy is refused and nothing changes."""
+    now = _state(contract)
+    pk = sorted(now)[number % len(now)]
+    node = Node.objects.select_related("parent").get(pk=pk)
+    data = {"label": f"Edited {number}", "parent": node.parent}
+    try:
+        services.node_update(node=node, user=user, data=data, expected_version=page.seen[pk])
+    except ConflictError:
+        assert now[pk]["version"] != page.seen[pk]
+        expected = now
+    else:
+        page.seen[pk] = now[pk]["version"] + 1
+        expected = {**now, pk: {**now[pk], "label": data["label"], "review_status": "edited"}}
+        expected[pk]["version"] += 1
+    assert _state(contract) == expected
+
+
+@settings(
+    max_examples=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(start=st.lists(st.sampled_from(STATUSES), min_size=11, max_size=11), steps=review_steps)
+def test_no_decision_is_lost_by_any_sequence_of_reviews_undos_and_edits_of_two_reviewers(
+    contract, users, start, steps
+) -> None:
+    with contextlib.suppress(_Rollback), transaction.atomic():
+        for pk, status in zip(
+            contract.nodes.order_by("pk").values_list("pk", flat=True), start, strict=True
+        ):
+            Node.objects.filter(pk=pk).update(review_status=status)
+        loaded = dict(contract.nodes.values_list("pk", "version"))
+        pages = {who: Page(seen=dict(loaded)) for who in ("annotator", "admin")}
+        for kind, who, action, number, picked in steps:
+            page, user = pages[who], users[who]
+            if kind == "reload":
+                page.seen = dict(contract.nodes.values_list("pk", "version"))
+            elif kind == "edit":
+                _edit(contract, user, number, page)
+            else:
+                _decide(contract, user, kind, action, number, picked, page)
+        raise _Rollback
