@@ -34,7 +34,10 @@ def _pairs(values: list[str]) -> list[tuple[int, int]]:
     for v in values:
         pk, _, version = v.partition(":")
         if not (pk.isdigit() and version.isdigit()):
-            raise services.ServiceError(f"malformed node reference {v[:40]!r}")
+            raise services.ServiceError(
+                f"malformed node reference {v[:40]!r}: expected the node and its version"
+                " as pk:version"
+            )
         out.append((int(pk), int(version)))
     return out
 
