@@ -189,7 +189,7 @@ VERBS = {
     "remove_evidence": "removed evidence from",
     "status": "changed the status of",
     "new_version": "started a new version of",
-    "undo": "set back to proposed",
+    "undo": "undid the review of",
 }
 
 

@@ -7,7 +7,7 @@ markup."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from django import template
 from django.template.defaultfilters import truncatechars, urlencode
@@ -71,3 +71,11 @@ def node_id_options(rows: Iterable) -> SafeString:
             for r in rows
         )
     )
+
+
+@register.simple_tag
+def bulk_left(counts: Mapping[str, int], moved: str = "proposed") -> str:
+    """What a bulk decision on the whole outline leaves alone, e.g. "2 rejected left as
+    they are" (``workspace.js`` writes the same for the outline as filtered)."""
+    left = ", ".join(f"{n} {status}" for status, n in counts.items() if status != moved and n)
+    return f"{left} left as they are" if left else ""

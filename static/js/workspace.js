@@ -274,8 +274,31 @@
       const text = q === "" || li.textContent.toLowerCase().includes(q) || li.dataset.node.toLowerCase().includes(q);
       li.hidden = !text || (st !== "" && li.dataset.status !== st) || (ty !== "" && li.dataset.type !== ty);
     });
-    const n = shownItems().length;
-    $$("[data-shown]").forEach((el) => { el.textContent = String(n); });
+    bulkLabels();
+  }
+  // A bulk decision moves the shown nodes of the status the select picked (proposed
+  // while it shows any status) and leaves the others as they are; the buttons count
+  // what they move and the note what they leave.
+  const TARGET = { confirm: "confirmed", reject: "rejected" };
+  const bulkFrom = () => (byStatus && byStatus.value) || "proposed";
+  function bulkLabels() {
+    const from = bulkFrom();
+    const left = {};
+    let moving = 0;
+    shownItems().forEach((li) => {
+      const s = li.dataset.status;
+      if (s === from) moving++;
+      else left[s] = (left[s] || 0) + 1;
+    });
+    $$("[data-bulk]").forEach((b) => {
+      const n = TARGET[b.dataset.bulk] === from ? 0 : moving;
+      $("[data-bulk-count]", b).textContent = String(n);
+      $("[data-bulk-from]", b).textContent = from;
+      b.disabled = n === 0;
+    });
+    const order = byStatus ? [...byStatus.options].map((o) => o.value) : Object.keys(left);
+    const note = order.filter((s) => left[s]).map((s) => `${left[s]} ${s}`).join(", ");
+    $$("[data-bulk-left]").forEach((el) => { el.textContent = note ? `${note} left as they are` : ""; });
   }
   [filter, byStatus, byType].forEach((el) => el && el.addEventListener("input", applyFilter));
   applyFilter();
@@ -316,7 +339,13 @@
     const items = shownItems();
     if (!items.length) { say("No node shown to review"); return false; }
     const detail = $("#ws-detail");
-    const values = { action, node: items.map((li) => `${li.dataset.pk}:${li.dataset.version}`) };
+    // every node shown goes with its version (one changed meanwhile refuses the whole
+    // decision); the server moves only those of the status named in "from"
+    const values = {
+      action,
+      from: bulkFrom(),
+      node: items.map((li) => `${li.dataset.pk}:${li.dataset.version}`),
+    };
     if (detail?.dataset.pk) values.selected = detail.dataset.pk;
     const url = $(`[data-bulk="${action}"]`).dataset.url;
     htmx.ajax("POST", url, { target: "#ws-detail", swap: "outerHTML", values });

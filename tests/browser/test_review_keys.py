@@ -1,5 +1,6 @@
 """Keyboard review under latency never acts on a node other than the one on screen;
-bulk decisions on the filtered outline undo in one step."""
+bulk decisions on the filtered outline move only the statuses they say and undo in one
+step."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 import pytest
 
 from audit.models import AuditRecord
+from audit.services.reviews import nodes_review
 from browser.test_workspace import PASSWORD, draft  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.browser]
@@ -54,6 +56,11 @@ def _settle(page, posts):
     page.wait_for_function("() => !document.querySelector('.htmx-request')", timeout=30_000)
     page.wait_for_timeout(300)
     page.wait_for_function("() => !document.querySelector('.htmx-request')", timeout=30_000)
+
+
+def _label(page, selector: str) -> str:
+    """The words of an element, one space apart (a button's parts are flex items)."""
+    return " ".join(page.inner_text(selector).split())
 
 
 def _statuses(contract):
@@ -111,7 +118,8 @@ def test_bulk_confirm_of_the_filtered_outline_and_one_undo(live_server, page, dr
     )
     actions = set(draft.nodes.filter(type="action").values_list("node_id", flat=True))
     assert shown and set(shown) == actions
-    assert page.inner_text("[data-testid=bulk-confirm] [data-shown]") == str(len(shown))
+    assert _label(page, "[data-testid=bulk-confirm]") == f"Confirm {len(shown)} proposed"
+    assert _label(page, "[data-testid=bulk-left]") == ""
     page.click("[data-testid=bulk-confirm]")
     page.wait_for_selector("[data-testid=undo]:not([hidden])")
     statuses = _statuses(draft)
@@ -127,3 +135,39 @@ def test_bulk_confirm_of_the_filtered_outline_and_one_undo(live_server, page, dr
     assert set(_statuses(draft).values()) == {"proposed"}
     assert AuditRecord.objects.filter(contract=draft, action="undo").count() == len(shown)
     assert page.locator("#ws-outline li.ol-item:not([hidden])").count() == len(shown)
+
+
+def test_bulk_buttons_leave_a_rejection_alone_unless_rejected_is_picked(
+    live_server,
+    page,
+    draft,  # noqa: F811
+    django_user_model,
+):
+    nodes = list(draft.nodes.order_by("position"))
+    rejected = nodes[1]
+    nodes_review(
+        contract=draft,
+        user=django_user_model.objects.get(username="ann"),
+        action="reject",
+        nodes=[(rejected.pk, rejected.version)],
+        from_states=["proposed"],
+    )
+    _open(live_server, page, draft)
+    # any status: the buttons move the proposed nodes and say what they leave
+    proposed = len(nodes) - 1
+    assert _label(page, "[data-testid=bulk-confirm]") == f"Confirm {proposed} proposed"
+    assert _label(page, "[data-testid=bulk-reject]") == f"Reject {proposed} proposed"
+    assert _label(page, "[data-testid=bulk-left]") == "1 rejected left as they are"
+    # picking "rejected" in the filter is what lets a bulk confirm move a rejection
+    page.select_option("#outline-status", "rejected")
+    assert _label(page, "[data-testid=bulk-confirm]") == "Confirm 1 rejected"
+    assert page.is_disabled("[data-testid=bulk-reject]")
+    page.click("[data-testid=bulk-confirm]")
+    page.wait_for_selector("[data-testid=undo]:not([hidden])")
+    statuses = _statuses(draft)
+    assert statuses[rejected.node_id] == "confirmed"
+    assert {v for k, v in statuses.items() if k != rejected.node_id} == {"proposed"}
+    assert _label(page, "[data-testid=review-summary]") == "Confirmed 1 rejected."
+    page.keyboard.press("u")
+    page.wait_for_selector("[data-testid=undo][hidden]", state="attached")
+    assert _statuses(draft)[rejected.node_id] == "rejected"

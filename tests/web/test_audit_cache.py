@@ -27,11 +27,22 @@ from audit.selectors.contracts import (
     load_contract_rows,
     revision_stamp,
 )
-from audit.services.reviews import nodes_review
+from audit.services.reviews import ANY_STATE, nodes_review
 from matching.validate import audit_contract
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def reject_one(contract, user, pk: int, version: int) -> None:
+    """Reject one node whatever its status, as the key r on its panel does."""
+    nodes_review(
+        contract=contract,
+        user=user,
+        action="reject",
+        nodes=[(pk, version)],
+        from_states=ANY_STATE,
+    )
 
 
 def _random_edit(rng: random.Random, contract, user) -> None:
@@ -39,8 +50,17 @@ def _random_edit(rng: random.Random, contract, user) -> None:
     nodes = list(Node.objects.filter(contract=contract).order_by("pk"))
     node = rng.choice(nodes)
     kind = rng.choice(["confirm", "reject", "undo", "label", "edge", "unedge", "details"])
-    if kind in ("confirm", "reject", "undo"):
-        nodes_review(contract=contract, user=user, action=kind, nodes=[(node.pk, node.version)])
+    if kind in ("confirm", "reject"):  # a key pressed on one node: from any status
+        nodes_review(
+            contract=contract,
+            user=user,
+            action=kind,
+            nodes=[(node.pk, node.version)],
+            from_states=ANY_STATE,
+        )
+    elif kind == "undo":  # refused unless the node's last change was a decision
+        with contextlib.suppress(services.ServiceError):
+            nodes_review(contract=contract, user=user, action=kind, nodes=[(node.pk, node.version)])
     elif kind == "label":  # a copied label is a warning of the audit
         data = {"label": rng.choice(nodes).label, "parent": node.parent}
         services.node_update(node=node, user=user, data=data, expected_version=node.version)
@@ -111,7 +131,7 @@ def test_the_export_from_plain_records_equals_the_export_from_models(
     contract, users, include_rejected
 ) -> None:
     node = Node.objects.filter(contract=contract).order_by("pk")[1]
-    nodes_review(contract=contract, user=users["annotator"], action="reject", nodes=[(node.pk, 1)])
+    reject_one(contract, users["annotator"], node.pk, 1)
     light = document_from_rows(export_rows(contract), include_rejected=include_rejected)
     full = document_from_rows(load_contract_rows(contract), include_rejected=include_rejected)
     assert light == full
@@ -123,9 +143,9 @@ def test_a_review_answer_carries_the_outline_row_and_highlights_a_fresh_page_sho
 ) -> None:
     client = login("annotator")
     node = Node.objects.get(contract=contract, node_id="within_window")  # nested, with text
-    nodes_review(  # imported nodes are confirmed; back to proposed first
-        contract=contract, user=users["annotator"], action="undo", nodes=[(node.pk, 1)]
-    )
+    # imported nodes are confirmed; back to proposed first (no decision to undo yet)
+    Node.objects.filter(pk=node.pk).update(review_status="proposed")
+    cache.clear()
     node.refresh_from_db()
     r = client.post(
         f"/c/{contract.pk}/nodes/{node.pk}/review/",
@@ -215,23 +235,36 @@ def _fresh(contract) -> dict:
     return audit_contract(contract_document(contract)).to_dict()
 
 
-def _review_some(contract, user, action: str, pick: int, mask: int) -> None:
-    """``action`` on one node (``mask`` 0) or on the nodes whose bit is set in ``mask``."""
+def _review_some(contract, user, action: str, pick: int, mask: int, undo: list) -> None:
+    """``action`` on one node (``mask`` 0) or on the nodes whose bit is set in ``mask``,
+    whatever their status (the imported nodes are all confirmed); undo takes back the
+    last decision (``undo`` holds the nodes it changed, as the page's Undo button does)."""
+    if action == "undo":
+        if undo:
+            with contextlib.suppress(services.ServiceError):  # changed since: refused
+                nodes_review(contract=contract, user=user, action=action, nodes=list(undo))
+        undo.clear()
+        return
     nodes = list(Node.objects.filter(contract=contract).order_by("pk"))
     chosen = [n for i, n in enumerate(nodes) if mask >> i & 1] or [nodes[pick % len(nodes)]]
-    nodes_review(
-        contract=contract, user=user, action=action, nodes=[(n.pk, n.version) for n in chosen]
+    outcome = nodes_review(
+        contract=contract,
+        user=user,
+        action=action,
+        nodes=[(n.pk, n.version) for n in chosen],
+        from_states=ANY_STATE,
     )
+    undo[:] = [(n.pk, n.version) for n, _ in outcome.changed]
 
 
-def _apply(kind: str, pick: int, mask: int, contract, user) -> None:
+def _apply(kind: str, pick: int, mask: int, contract, user, undo: list) -> None:
     """One change through the services (reviews, or an edit of the content)."""
     nodes = list(Node.objects.filter(contract=contract).order_by("pk"))
     node = nodes[pick % len(nodes)]
     if kind in ("reject", "undo", "confirm"):
-        _review_some(contract, user, kind, pick, 0)
+        _review_some(contract, user, kind, pick, 0, undo)
     elif kind in ("bulk_reject", "bulk_undo"):
-        _review_some(contract, user, kind.removeprefix("bulk_"), pick, mask)
+        _review_some(contract, user, kind.removeprefix("bulk_"), pick, mask, undo)
     elif kind == "reparent":  # a node moves under another (a cycle is refused)
         parent = nodes[mask % len(nodes)]
         with contextlib.suppress(services.ServiceError):
@@ -253,7 +286,7 @@ def _race(kind: str, pick: int, mask: int, contract, user, monkeypatch) -> None:
     def racing(c):
         monkeypatch.setattr(audits, "export_rows", real)
         if kind == "race_review":
-            _apply("reject", pick, mask, contract, user)
+            _apply("reject", pick, mask, contract, user, [])
         else:  # a copied label: the content changes, and the audit warns of it
             nodes = list(Node.objects.filter(contract=contract).order_by("pk"))
             node, other = nodes[pick % len(nodes)], nodes[mask % len(nodes)]
@@ -279,6 +312,7 @@ def test_the_audit_derived_after_reviews_equals_a_fresh_full_audit(
     rich_contract, users, monkeypatch, steps
 ) -> None:
     user, contract = users["annotator"], rich_contract
+    undo: list[tuple[int, int]] = []
     with contextlib.suppress(_Rollback), transaction.atomic():
         cache.clear()  # the rolled-back revisions of earlier examples are counted again
         for kind, pick, mask in steps:
@@ -291,7 +325,7 @@ def test_the_audit_derived_after_reviews_equals_a_fresh_full_audit(
             elif kind.startswith("race_"):
                 _race(kind, pick, mask, contract, user, monkeypatch)
             else:
-                _apply(kind, pick, mask, contract, user)
+                _apply(kind, pick, mask, contract, user, undo)
             read = contract_audit(contract)
             assert read.audit.to_dict() == _fresh(contract)
             assert read.links == _links_now(contract)
@@ -309,7 +343,7 @@ def test_a_review_keeps_the_content_revision_and_an_edit_or_a_bare_revision_coun
     user = users["annotator"]
     node = Node.objects.filter(contract=contract).order_by("pk")[3]
     revision, content = revision_stamp(contract.pk)
-    nodes_review(contract=contract, user=user, action="reject", nodes=[(node.pk, node.version)])
+    reject_one(contract, user, node.pk, node.version)
     rejected = revision_stamp(contract.pk)
     assert rejected[0] != revision and rejected[1] == content
     node.refresh_from_db()
@@ -328,6 +362,6 @@ def test_a_reject_is_audited_without_reading_the_rows_again(contract, users, mon
     contract_audit(contract)  # the export base of this content is cached now
     monkeypatch.setattr(audits, "export_rows", None)  # would fail if called
     node = Node.objects.get(contract=contract, node_id="check_window")
-    nodes_review(contract=contract, user=users["annotator"], action="reject", nodes=[(node.pk, 1)])
+    reject_one(contract, users["annotator"], node.pk, 1)
     monkeypatch.undo()
     assert contract_audit(contract).audit.to_dict() == _fresh(contract)

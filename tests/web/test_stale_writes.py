@@ -3,17 +3,21 @@ changed, is refused with a 409 that shows the other change, and nothing is lost.
 
 Every writable object of the workspace is replayed: a write based on the current
 version goes through, the same write again (now stale) is refused, and a write that
-names no version at all is refused too.
+names no version at all is refused too. Bulk decisions and their undo are replayed the
+same way, on the outline as both pages showed it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 
 import pytest
 from django.db import connection
 from django.test import Client
+
+from audit.models import Node
 
 from .sweep import build_world
 
@@ -130,6 +134,64 @@ def test_a_stale_write_is_409_with_the_other_change_and_a_missing_version_is_ref
     assert unversioned.status_code == 422
     assert "version" in unversioned.content.decode()
     assert _version(obj) == changed
+
+
+def _outline(contract) -> dict[str, tuple[str, int]]:
+    """Each node's status and version, by id."""
+    rows = contract.nodes.values_list("node_id", "review_status", "version")
+    return {node_id: (status, version) for node_id, status, version in rows}
+
+
+@pytest.mark.parametrize("action", ["confirm", "reject"])
+def test_a_stale_bulk_decision_is_409_with_the_other_change_and_changes_nothing(
+    login, world, action
+):
+    draft = world.draft
+    Node.objects.filter(contract=draft).update(review_status="proposed")
+    # both pages show the whole outline at these versions
+    shown = [f"{pk}:{v}" for pk, v in draft.nodes.order_by("position").values_list("pk", "version")]
+    url = f"/c/{draft.pk}/reviews/"
+    first = login("admin").post(url, {"action": "reject", "node": shown[:3]}, **HTMX)
+    assert first.status_code == 200
+    theirs = _outline(draft)
+    stale = login("annotator").post(url, {"action": action, "node": shown}, **HTMX)
+    assert stale.status_code == 409
+    page = stale.content.decode()
+    assert "changed by someone else" in page and "admin" in page and "3 of these" in page
+    assert _outline(draft) == theirs
+    # a reference naming no version is not applied with a guessed one
+    unversioned = [ref.split(":")[0] for ref in shown]
+    refused = login("annotator").post(url, {"action": action, "node": unversioned}, **HTMX)
+    assert refused.status_code == 422 and "version" in refused.content.decode()
+    assert _outline(draft) == theirs
+
+
+@pytest.mark.parametrize("meanwhile", ["reject", "edit"])
+def test_undo_of_a_decision_someone_changed_since_is_409_and_changes_nothing(
+    login, world, meanwhile
+):
+    draft = world.draft
+    Node.objects.filter(contract=draft).update(review_status="proposed")
+    url = f"/c/{draft.pk}/reviews/"
+    shown = [f"{pk}:{v}" for pk, v in draft.nodes.values_list("pk", "version")]
+    mine = login("annotator").post(url, {"action": "confirm", "node": shown}, **HTMX)
+    undo = re.findall(r'name="node" value="(\d+:\d+)"', mine.content.decode())
+    assert len(undo) == len(shown)
+    # someone else changes one of those nodes before the annotator presses Undo
+    node = world.node
+    node.refresh_from_db()
+    if meanwhile == "reject":
+        body, their_url = {"action": "reject"}, f"/c/{draft.pk}/nodes/{node.pk}/review/"
+    else:
+        body, their_url = _node_data(node, label="Theirs"), f"/c/{draft.pk}/nodes/{node.pk}/edit/"
+    their = login("admin").post(their_url, body | {"version": node.version}, **HTMX)
+    assert their.status_code == 200
+    theirs = _outline(draft)
+    stale = login("annotator").post(url, {"action": "undo", "node": undo}, **HTMX)
+    assert stale.status_code == 409
+    page = stale.content.decode()
+    assert "changed by someone else" in page and "admin" in page and node.node_id in page
+    assert _outline(draft) == theirs  # the other nodes stay confirmed, theirs as they left it
 
 
 @pytest.mark.parametrize("what", ["edge", "invariant", "query", "span"])
