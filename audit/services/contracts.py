@@ -453,6 +453,13 @@ def contract_mark_audited(*, contract: Contract, user) -> Contract:
         proposed = contract.nodes.filter(review_status=ReviewStatus.PROPOSED).count()
         if proposed:
             raise ServiceError(f"{proposed} node(s) are still proposed: confirm or reject them")
+        if not contract.queries.exists():
+            # runs pick an audited contract by one of its queries: without one it would
+            # never appear in the run form
+            raise ServiceError(
+                "the contract has no query yet: add one on the Queries tab, since every run"
+                " checks a trace against a query"
+            )
         audit = audit_contract(contract_document(contract))
         if audit.errors:
             raise ServiceError(

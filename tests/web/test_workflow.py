@@ -286,3 +286,15 @@ def test_a_query_with_an_unchosen_decision_is_not_saved(login, contract):
     )
     assert r.status_code == 422
     assert not contract.queries.filter(query_id="q9").exists()
+
+
+def test_a_contract_without_a_query_cannot_be_marked_audited(project, users, refund_doc):
+    from audit import services
+    from audit.services.common import ServiceError
+
+    doc = {**refund_doc, "queries": []}
+    contract = services.contract_import(project=project, user=users["admin"], source=doc)
+    with pytest.raises(ServiceError, match="no query yet"):
+        services.contract_mark_audited(contract=contract, user=users["admin"])
+    contract.refresh_from_db()
+    assert contract.status != "audited"
