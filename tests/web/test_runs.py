@@ -517,6 +517,25 @@ def test_the_inbox_lists_failed_runs_and_filters(failed_runs, login, users):
     assert listed("?reviewed=yes") == {a.pk}
 
 
+def test_the_inbox_offers_a_new_runs_model_at_once(
+    failed_runs, login, users, audited, observed_doc, run_now
+):
+    client = login("reviewer")
+    assert ">model-c</option>" not in client.get("/p/tests/inbox/").content.decode()
+    data = _omission(observed_doc)
+    data["nodes"] = data["nodes"][1:]  # not a copy of an earlier run's input
+    run, created = run_now(
+        contract=audited,
+        user=users["annotator"],
+        query_key="q1",
+        kind="auto",
+        data=data,
+        model_name="model-c",
+    )
+    assert created and run.verdict == "non_clean"
+    assert ">model-c</option>" in client.get("/p/tests/inbox/").content.decode()
+
+
 def test_the_inbox_shows_each_runs_latest_verdict_and_the_run_page_the_next_to_review(
     failed_runs, login, users
 ):
