@@ -25,8 +25,10 @@ import threading
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from .errors import ContractEvalError
 
@@ -41,6 +43,11 @@ _LAYERS = 6
 _EPS = 1e-12
 _GELU_C = 0.7978845608028654  # sqrt(2 / pi)
 _CACHE_LIMIT = 200_000
+
+
+@cache
+def _blas() -> ThreadpoolController:
+    return ThreadpoolController()
 
 
 class ModelMissing(ContractEvalError):
@@ -178,6 +185,16 @@ class Encoder:
         # batches of similar length waste little on padding
         order = sorted(range(len(texts)), key=lambda i: len(encs[i].ids))
         out: list[np.ndarray] = [np.zeros(0)] * len(texts)
+        # one BLAS thread: the products here are small (tens of texts × 384), and a
+        # second thread spent about as much CPU waiting as working; a server reading
+        # traces in several processes keeps its cores for them
+        with _blas().limit(limits=1, user_api="blas"):
+            self._encode_batches(encs, order, batch, out)
+        return out
+
+    def _encode_batches(
+        self, encs: Sequence[Any], order: list[int], batch: int, out: list[np.ndarray]
+    ) -> None:
         for idx in _batches([len(encs[i].ids) for i in order], order, batch):
             n = max(len(encs[i].ids) for i in idx)
             ids = np.zeros((len(idx), n), dtype=np.int64)
@@ -189,7 +206,6 @@ class Encoder:
             vecs = self._forward(ids, mask)
             for r, i in enumerate(idx):
                 out[i] = vecs[r]
-        return out
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """The (len(texts), 384) unit vectors of ``texts``; known texts come from memory."""
@@ -224,22 +240,32 @@ class Encoder:
 def _batches(lengths: list[int], order: list[int], most: int) -> list[list[int]]:
     """``order`` (sorted by length) cut into batches of at most ``most`` texts and about
     ``_BATCH_TOKENS`` padded tokens: attention grows with the square of the length, so
-    long texts go a few at a time.
+    long texts go a few at a time. A batch also ends where padding to the next text's
+    length would cost more than a small fraction of its first text's: a trace's texts
+    run from a few words to a paragraph, and padding them all to the longest once
+    nearly doubled the work.
 
     >>> _batches([3, 3, 900, 900], [0, 1, 2, 3], 32)
     [[0, 1], [2, 3]]
+    >>> _batches([10, 11, 12, 40, 44], [0, 1, 2, 3, 4], 32)
+    [[0, 1, 2], [3, 4]]
     """
     out: list[list[int]] = []
     cur: list[int] = []
+    first = 0
     for n, i in zip(lengths, order, strict=True):
-        if cur and (len(cur) >= most or (len(cur) + 1) * n > _BATCH_TOKENS):
+        full = len(cur) >= most or (len(cur) + 1) * n > _BATCH_TOKENS
+        if cur and (full or n > first * _PAD_RATIO + _PAD_SLACK):
             out.append(cur)
             cur = []
+        if not cur:
+            first = n
         cur.append(i)
     return [*out, cur] if cur else out
 
 
 _BATCH_TOKENS = 2048
+_PAD_RATIO, _PAD_SLACK = 1.1, 4
 _LOCK = threading.Lock()
 
 

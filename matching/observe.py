@@ -92,17 +92,30 @@ def humanise_call(name: str, args: dict[str, str]) -> str:
     return " ".join(f"{name.replace('_', ' ')} {keys} {vals}".split())
 
 
-def sentences_of(text: str) -> list[str]:
-    """Sentences and lead clauses (before a colon or semicolon, three words or more).
+def sentences(text: str) -> list[str]:
+    """The sentences of ``text`` of two words or more.
 
-    >>> sentences_of("I checked: it is fine. Shall I go ahead?")
+    >>> sentences("I checked: it is fine. Ok. Shall I go ahead?")
     ['I checked: it is fine.', 'Shall I go ahead?']
     """
     out = []
     for m in _SENTENCE.finditer(text):
         s = m.group(0).strip()
-        if len(s.split()) < 2:
-            continue
+        if len(s.split()) >= 2:
+            out.append(s)
+    return out
+
+
+def sentences_of(text: str) -> list[str]:
+    """Sentences and lead clauses (before a colon or semicolon, three words or more).
+
+    >>> sentences_of("I checked: it is fine. Shall I go ahead?")
+    ['I checked: it is fine.', 'Shall I go ahead?']
+    >>> sentences_of("Your reservation ZFA04Y: a basic economy fare.")
+    ['Your reservation ZFA04Y: a basic economy fare.', 'Your reservation ZFA04Y']
+    """
+    out = []
+    for s in sentences(text):
         out.append(s)
         lead = _LEAD.match(s)
         if lead and len(lead.group(1).split()) >= 3 and lead.group(1) != s:

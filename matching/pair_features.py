@@ -30,7 +30,7 @@ import numpy as np
 
 from .conditioning import Expected
 from .formats import Node, node_texts_of_meta
-from .observe import Step
+from .observe import Step, sentences
 from .similarity import similarity_matrix, tokens
 
 FEATURES = (
@@ -84,6 +84,46 @@ def embedding_sims(a: Sequence[str], b: Sequence[str]) -> np.ndarray:
     return np.clip((enc.encode(list(a)) @ enc.encode(list(b)).T).astype(np.float64), 0.0, 1.0)
 
 
+def step_cosines(
+    rows: Sequence[str], cols: Sequence[str], wholes: np.ndarray, sims: Sims
+) -> np.ndarray:
+    """``sims(rows, cols)``, where a whole step of several sentences (``cols[k]`` for
+    ``k`` in ``wholes``) reads as the word-weighted mean of its sentences' vectors.
+
+    A message is mostly its sentences said one after another, and the whole costs as
+    much to encode as all of them together: composing it from them halves what a trace
+    costs to read. The cosine with a mean ``m = Σ wᵢvᵢ`` needs only cosines:
+    ``cos(r, m) = Σ wᵢ cos(r, vᵢ) / √(Σ wᵢwⱼ cos(vᵢ, vⱼ))``.
+
+    >>> unit = {"a b.": np.array([1.0, 0.0]), "c d.": np.array([0.0, 1.0])}
+    >>> vec = lambda t: unit.get(t, np.array([1.0, 1.0]) / np.sqrt(2))
+    >>> dot = lambda a, b: np.array([[vec(x) @ vec(y) for y in b] for x in a])
+    >>> step_cosines(["a b."], ["a b. c d.", "a b."], np.array([0]), dot).round(3).tolist()
+    [[0.707, 1.0]]
+    """
+    pieces: dict[int, list[str]] = {}
+    for k in wholes:
+        said = sentences(cols[k])
+        if len(said) > 1:
+            pieces[int(k)] = said
+    direct = [t for k, t in enumerate(cols) if k not in pieces]
+    extra = list(dict.fromkeys(p for ps in pieces.values() for p in ps))
+    texts = list(dict.fromkeys([*direct, *extra]))
+    at = {t: i for i, t in enumerate(texts)}
+    base = sims(rows, texts)
+    out = np.zeros((len(rows), len(cols)))
+    for k, t in enumerate(cols):
+        if k not in pieces:
+            out[:, k] = base[:, at[t]]
+    for k, said in pieces.items():
+        idx = [at[p] for p in said]
+        w = np.array([len(p.split()) for p in said], dtype=np.float64)
+        gram = sims(said, said)
+        norm = float(np.sqrt(max(float(w @ gram @ w), 1e-12)))
+        out[:, k] = np.clip(base[:, idx] @ w / norm, 0.0, 1.0)
+    return out
+
+
 def _reduce(m: np.ndarray, starts: np.ndarray, axis: int) -> np.ndarray:
     return np.maximum.reduceat(m, starts, axis=axis) if m.size else m
 
@@ -121,7 +161,7 @@ def pairs_of(
         col_owner += [j] * len(t)
     row_starts = np.flatnonzero(np.r_[True, np.diff(owner) != 0])
     col_starts = np.flatnonzero(np.r_[True, np.diff(col_owner) != 0])
-    cos = sims(rows, cols)
+    cos = step_cosines(rows, cols, col_starts, sims)
     tok = similarity_matrix([tokens(t) for t in rows], [tokens(t) for t in cols])
     heads = row_starts  # each node's first text is its head
     wholes = col_starts  # each step's first text is its whole

@@ -67,6 +67,21 @@ def test_encoder_in_float32_agrees_with_float64() -> None:
     assert np.abs(v32 - v64).max() < 1e-5
 
 
+def test_texts_of_mixed_lengths_encode_as_they_do_alone() -> None:
+    texts = ["Hi.", "Look up the order", PASTED_CLEAN, "I have pulled up order VM-39107."]
+    together = embed.Encoder(embed.model_dir()).encode(texts)
+    alone = np.stack([embed.Encoder(embed.model_dir()).encode([t])[0] for t in texts])
+    assert np.abs(together - alone).max() < 1e-5
+
+
+def test_encoding_leaves_the_process_blas_threads_as_they_were() -> None:
+    from threadpoolctl import threadpool_info
+
+    before = [i["num_threads"] for i in threadpool_info()]
+    embed.Encoder(embed.model_dir()).encode(["a sentence to encode", "and another one"])
+    assert [i["num_threads"] for i in threadpool_info()] == before
+
+
 def test_a_missing_model_is_an_error_naming_make_model(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(embed.MODEL_ENV, "")
     with pytest.raises(ModelMissing, match="make model"):
