@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from . import __version__
+from .cli_check import add_check_command
 from .conditioning import condition, resolve_query
 from .errors import ContractEvalError
 from .evaluate import evaluate_detailed
@@ -23,6 +24,7 @@ from .extractors import EXTRACTORS, FallbackWarning, get_extractor, reextract
 from .formats import Contract, Query, dumps, read_observed, read_query
 from .importers import INPUT_KINDS, parse_select, trajectories
 from .importers.load import load_trace, read_source
+from .llm.client import usage_line
 from .llm.errors import LLMConfigError, LLMError
 from .match import MODES
 from .perturb import FAMILIES
@@ -169,7 +171,7 @@ def _judge_invariants(expected: Any, observed: Any) -> None:
 
     client = LLMClient(config)
     observed.invariants.update(judge_invariants(client, expected, observed))
-    sys.stderr.write(_llm_summary(client.usage(), config.model))
+    sys.stderr.write(usage_line(client.usage(), config.model))
 
 
 def cmd_perturb(args: argparse.Namespace) -> int:
@@ -240,7 +242,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
         from .llm.client import LLMClient
 
         doc["llm"] = LLMClient.shared(config).usage()  # the extractor's calls in this run
-        sys.stdout.write(_llm_summary(doc["llm"], config.model))
+        sys.stdout.write(usage_line(doc["llm"], config.model))
     if args.json:
         Path(args.json).write_text(dumps(doc), encoding="utf-8")
     return 0
@@ -250,14 +252,6 @@ def _llm_config() -> Any:
     from .llm.config import LLMConfig
 
     return LLMConfig.from_env()  # LLMConfigError (a usage error) names a bad variable
-
-
-def _llm_summary(usage: dict[str, Any], model: str) -> str:
-    return (
-        f"LLM {model}: {usage['calls']} call(s), {usage['failed_calls']} failed,"
-        f" {usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens,"
-        f" {usage['seconds']:.2f} s waiting\n"
-    )
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
@@ -297,7 +291,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     doc["calls"] = [c.to_dict() for c in client.calls]
     sys.stdout.write(format_table(doc) + "\n")
     sys.stdout.write(f"{doc['cases']} cases in {seconds:.2f} s\n")
-    sys.stdout.write(_llm_summary(doc["llm"], config.model))
+    sys.stdout.write(usage_line(doc["llm"], config.model))
     if args.json:
         Path(args.json).write_text(dumps(doc), encoding="utf-8")
     return 0
@@ -338,7 +332,7 @@ def cmd_components(args: argparse.Namespace) -> int:
     doc["observed"] = [r.to_dict() for r in observed]
     sys.stdout.write(format_components(declared, observed) + "\n")
     if doc["llm"] is not None:
-        sys.stdout.write(_llm_summary(doc["llm"], config.model))
+        sys.stdout.write(usage_line(doc["llm"], config.model))
     if args.json:
         Path(args.json).write_text(dumps(doc), encoding="utf-8")
     return 0
@@ -359,6 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _add_graph_commands(sub)
     _add_suite_commands(sub)
+    add_check_command(sub)
     # Listed for --help only: main() hands "bench ..." to matching.bench untouched.
     sub.add_parser("bench", help="print engine benchmark figures (--quick, --json OUT)")
     return p

@@ -280,3 +280,17 @@ def usage_of(calls: list[CallRecord]) -> dict[str, Any]:
         "completion_tokens": sum(c.completion_tokens for c in calls),
         "seconds": round(sum((c.latency for c in calls), 0.0), 3),
     }
+
+
+def usage_line(usage: dict[str, Any], model: str) -> str:
+    """One line of :func:`usage_of`'s totals, for a command's output.
+
+    >>> usage_line({"calls": 2, "failed_calls": 0, "prompt_tokens": 90,
+    ...             "completion_tokens": 12, "seconds": 1.5}, "gpt-4o-mini")
+    'LLM gpt-4o-mini: 2 call(s), 0 failed, 90 prompt + 12 completion tokens, 1.50 s waiting\\n'
+    """
+    return (
+        f"LLM {model}: {usage['calls']} call(s), {usage['failed_calls']} failed,"
+        f" {usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens,"
+        f" {usage['seconds']:.2f} s waiting\n"
+    )

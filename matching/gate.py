@@ -1,0 +1,264 @@
+"""The CI gate: ``contracteval check`` over traces, and :func:`assert_follows` for tests.
+
+Each trace is read as everything else reads one (imported from any supported format,
+extracted, matched against the query's expected graph) and gets a verdict:
+
+- semantic mode: the report's confidence verdict, ``clean``, ``needs_review`` or
+  ``violation`` (the shipped thresholds);
+- token and oracle modes: ``violation`` when the report has a failure, else ``clean``.
+
+The policy ``fail_on`` says which verdicts fail the gate: ``violation`` (the default)
+fails only violations; ``needs-review`` also fails what a reviewer should look at.
+Results come as a list of :class:`Checked`, a JUnit XML document (one test case per
+trace, a ``<failure>`` per gated trace listing its failures) and a Markdown summary.
+
+>>> from matching.validate import load_contract
+>>> from pathlib import Path
+>>> c = load_contract(Path(__file__).parent / "data" / "refund-mini.json")
+>>> trace = "[user] Refund order 1042.\\n[assistant] Done, I refunded it.\\n"
+>>> checked = check_text(c, "q1", trace, name="one", mode="token", extractor="heuristic")
+>>> checked.verdict, gated([checked], "violation") == [checked]
+('violation', True)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+
+from .conditioning import condition, resolve_query
+from .errors import ContractEvalError
+from .evaluate import evaluate_detailed
+from .extractors import get_extractor
+from .formats import Contract, read_observed
+from .importers import detect_kind, last_agent_message, render
+from .importers.load import Imported, load_trace, read_source
+from .importers.tau_bench import trajectories
+
+POLICIES = ("violation", "needs-review")
+FAILING = {"violation": {"violation"}, "needs-review": {"violation", "needs_review"}}
+
+
+@dataclass(frozen=True)
+class Checked:
+    """One trace's verdict: ``failures`` are the report's (family, node, message …)."""
+
+    name: str
+    query: str
+    verdict: str  # clean | needs_review | violation
+    p_violation: float | None
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def check_text(
+    contract: Contract,
+    query: str,
+    trace: str | Imported,
+    *,
+    name: str,
+    mode: str = "semantic",
+    extractor: str = "behaviour",
+) -> Checked:
+    """Match one trace (rendered text, or an :class:`Imported` input) against ``query``."""
+    t0 = time.perf_counter()
+    src = trace if isinstance(trace, Imported) else _as_text(trace)
+    expected = condition(contract, resolve_query(contract, query))
+    given = getattr(src, "observed", None)
+    if given is not None:
+        observed = read_observed(given)
+    else:
+        observed = get_extractor(extractor)(src.text, kind=src.source_kind)
+        observed.output = src.output
+    ev = evaluate_detailed(expected, observed, mode=mode)
+    if ev.confidence is not None:
+        verdict, p = ev.confidence["verdict"], float(ev.confidence["p_violation"])
+    else:
+        verdict, p = ("violation" if ev.failures else "clean"), None
+    return Checked(name, expected.query.id, verdict, p, list(ev.failures), time.perf_counter() - t0)
+
+
+@dataclass(frozen=True)
+class _Source(Imported):
+    observed: dict[str, Any] | None = None
+
+
+def _as_text(text: str) -> _Source:
+    return _Source("text", "trace", text, last_agent_message(text))
+
+
+def inputs(paths: Sequence[Path]) -> Iterator[tuple[str, dict[str, str], Path]]:
+    """``(name, selection, file)`` of every trace under ``paths``: a folder gives its
+    files (sorted, hidden ones skipped); a τ-bench results file each of its entries."""
+    for path in paths:
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for f in files:
+            if any(part.startswith(".") for part in f.relative_to(path).parts if path.is_dir()):
+                continue
+            _, data = read_source(f)
+            entries = trajectories(data) if _is_results(data) else []
+            if len(entries) > 1:
+                for e in entries:
+                    sel = {"task_id": str(e["task_id"]), "trial": str(e["trial"])}
+                    yield f"{f}#task_id={sel['task_id']},trial={sel['trial']}", sel, f
+            else:
+                yield str(f), {}, f
+
+
+def _is_results(data: Any) -> bool:
+    if not isinstance(data, list) or not data:
+        return False
+    try:
+        return detect_kind(data) == "tau_bench_results"
+    except ContractEvalError:
+        return False
+
+
+def load(file: Path, select: dict[str, str]) -> _Source:
+    """One trace of ``file``; an observed document keeps its own nodes."""
+    _, data = read_source(file)
+    if isinstance(data, dict) and data.get("format", "").startswith("contracteval.observed"):
+        source = data.get("source") or {}
+        return _Source("observed", source.get("kind", "trace"), source.get("text", ""), None, data)
+    src = load_trace(file, "auto", select)
+    return _Source(src.kind, src.source_kind, src.text, src.output)
+
+
+def check_paths(
+    contract: Contract,
+    query: str,
+    paths: Sequence[Path],
+    *,
+    mode: str = "semantic",
+    extractor: str = "behaviour",
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Checked]:
+    """:func:`check_text` of every trace under ``paths``, in one process; ``query`` may
+    name fields of a τ-bench selection (``t{task_id}``); ``progress(done, total)``."""
+    items = list(inputs(paths))
+    out = []
+    for k, (name, select, file) in enumerate(items):
+        q = query.format(**select) if select else query.format(task_id="", trial="")
+        try:
+            src = load(file, select)
+            out.append(check_text(contract, q, src, name=name, mode=mode, extractor=extractor))
+        except ContractEvalError as exc:
+            raise exc.with_file(str(file)) from None
+        if progress is not None:
+            progress(k + 1, len(items))
+    return out
+
+
+def gated(checked: Iterable[Checked], fail_on: str) -> list[Checked]:
+    """The traces that fail the gate under the policy ``fail_on``."""
+    if fail_on not in FAILING:
+        raise ValueError(f"unknown policy {fail_on!r}: choose one of {', '.join(POLICIES)}")
+    return [c for c in checked if c.verdict in FAILING[fail_on]]
+
+
+def describe(failure: dict[str, Any]) -> str:
+    """One line for a failure: its family, where, and its message."""
+    prob = failure.get("probability")
+    p = f" (P {prob:.2f})" if isinstance(prob, int | float) else ""
+    where = failure.get("location") or "—"
+    return f"{failure.get('family', '?')} at {where}{p}: {failure.get('detail', '')}"
+
+
+def junit_xml(checked: Sequence[Checked], fail_on: str) -> str:
+    """A JUnit XML document: one ``<testcase>`` per trace, a ``<failure>`` per gated one."""
+    failing = {c.name for c in gated(checked, fail_on)}
+    suite = ET.Element(
+        "testsuite",
+        name="contracteval",
+        tests=str(len(checked)),
+        failures=str(len(failing)),
+        errors="0",
+        skipped="0",
+        time=f"{sum(c.seconds for c in checked):.3f}",
+    )
+    for c in checked:
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=f"contracteval.{c.query}",
+            name=c.name,
+            time=f"{c.seconds:.3f}",
+        )
+        lines = [describe(f) for f in c.failures]
+        if c.name in failing:
+            failure = ET.SubElement(case, "failure", type=c.verdict, message=_headline(c))
+            failure.text = "\n".join(lines)
+        elif lines:
+            ET.SubElement(case, "system-out").text = _headline(c) + "\n" + "\n".join(lines)
+    suites = ET.Element("testsuites")
+    suites.append(suite)
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _headline(c: Checked) -> str:
+    p = "" if c.p_violation is None else f", P(violation) {c.p_violation:.2f}"
+    return f"{c.verdict}{p}: {len(c.failures)} failure(s)"
+
+
+def markdown(checked: Sequence[Checked], fail_on: str) -> str:
+    """A Markdown summary for a CI log: the count, then a row per trace."""
+    failing = gated(checked, fail_on)
+    status = "failed" if failing else "passed"
+    lines = [
+        f"## ContractEval: {status} ({len(failing)} of {len(checked)} traces fail on {fail_on})",
+        "",
+        "| trace | query | verdict | P(violation) | failures | first failure |",
+        "| --- | --- | --- | ---: | ---: | --- |",
+    ]
+    for c in checked:
+        p = "—" if c.p_violation is None else f"{c.p_violation:.2f}"
+        first = _cell(describe(c.failures[0])) if c.failures else "—"
+        lines.append(
+            f"| {_cell(c.name)} | {c.query} | {c.verdict} | {p} | {len(c.failures)} | {first} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def assert_follows(
+    contract: Contract | str | Path,
+    trace: str | Path | list[Any] | dict[str, Any],
+    *,
+    query: str,
+    mode: str = "semantic",
+    extractor: str = "behaviour",
+    fail_on: str = "violation",
+) -> Checked:
+    """For an agent's test suite: raise ``AssertionError`` listing the failures when
+    ``trace`` (a file, rendered text, or a parsed export such as OpenAI chat messages)
+    fails the gate; else return its :class:`Checked`."""
+    from .validate import load_contract
+
+    if not isinstance(contract, Contract):
+        contract = load_contract(Path(contract))
+    if isinstance(trace, Path) or (isinstance(trace, str) and _is_file(trace)):
+        src: _Source = load(Path(trace), {})
+    elif isinstance(trace, str):
+        src = _as_text(trace)
+    else:
+        text = render(detect_kind(trace), trace)
+        src = _Source(detect_kind(trace), "trace", text, last_agent_message(text))
+    checked = check_text(contract, query, src, name="trace", mode=mode, extractor=extractor)
+    if gated([checked], fail_on):
+        detail = "\n".join(f"  - {describe(f)}" for f in checked.failures)
+        raise AssertionError(
+            f"the trace does not follow {contract.id} {query}: {_headline(checked)}\n{detail}"
+        )
+    return checked
+
+
+def _is_file(text: str) -> bool:
+    return "\n" not in text and len(text) < 4096 and Path(text).is_file()
