@@ -48,6 +48,9 @@ class Step:
     speaker: str = "assistant"
     whole: str = ""
     parts: tuple[str, ...] = ()  # sentences and lead clauses, when there are several
+    # what the whole is said as, one after another: its evidence quotes when it has
+    # several, else its sentences (the pair features read the whole through them)
+    pieces: tuple[str, ...] = ()
 
 
 @cache
@@ -143,8 +146,15 @@ def step_of(o: ObservedNode, text: str) -> Step:
     parts = sentences_of(whole)
     if len(said) > 1:
         parts = [*said, *parts]
+    pieces = [s for s in said if s] if len(said) > 1 else sentences(whole)
     return Step(
-        act, None, {}, "assistant", whole, tuple(dict.fromkeys(p for p in parts if p != whole))
+        act,
+        None,
+        {},
+        "assistant",
+        whole,
+        tuple(dict.fromkeys(p for p in parts if p != whole)),
+        tuple(pieces),
     )
 
 
@@ -155,7 +165,7 @@ def steps(kept: list[ObservedNode], text: str) -> list[Step]:
     said = [i for i, s in enumerate(out) if s.act != "call"]
     if said and out[said[-1]].act in ("inform", "decide"):
         last = out[said[-1]]
-        out[said[-1]] = Step("close", None, {}, last.speaker, last.whole, last.parts)
+        out[said[-1]] = Step("close", None, {}, last.speaker, last.whole, last.parts, last.pieces)
     return out
 
 

@@ -24,13 +24,13 @@ nodes × steps.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from .conditioning import Expected
 from .formats import Node, node_texts_of_meta
-from .observe import Step, sentences
+from .observe import Step
 from .similarity import similarity_matrix, tokens
 
 FEATURES = (
@@ -84,40 +84,53 @@ def embedding_sims(a: Sequence[str], b: Sequence[str]) -> np.ndarray:
     return np.clip((enc.encode(list(a)) @ enc.encode(list(b)).T).astype(np.float64), 0.0, 1.0)
 
 
-def step_cosines(
-    rows: Sequence[str], cols: Sequence[str], wholes: np.ndarray, sims: Sims
-) -> np.ndarray:
-    """``sims(rows, cols)``, where a whole step of several sentences (``cols[k]`` for
-    ``k`` in ``wholes``) reads as the word-weighted mean of its sentences' vectors.
+def _step_columns(
+    steps: Sequence[Step],
+) -> tuple[list[str], list[int], dict[int, Sequence[str]]]:
+    """Each step's texts (its whole first, then up to six parts), the step of each,
+    and the pieces each whole is said in, by the whole's column."""
+    cols: list[str] = []
+    owner: list[int] = []
+    pieces: dict[int, Sequence[str]] = {}
+    for j, s in enumerate(steps):
+        pieces[len(cols)] = s.pieces
+        cols += [s.whole, *s.parts[:6]]
+        owner += [j] * (1 + len(s.parts[:6]))
+    return cols, owner, pieces
 
-    A message is mostly its sentences said one after another, and the whole costs as
-    much to encode as all of them together: composing it from them halves what a trace
-    costs to read. The cosine with a mean ``m = Σ wᵢvᵢ`` needs only cosines:
+
+def step_cosines(
+    rows: Sequence[str], cols: Sequence[str], pieces: Mapping[int, Sequence[str]], sims: Sims
+) -> np.ndarray:
+    """``sims(rows, cols)``, where a whole step said in several pieces (``pieces[k]``
+    for column ``k``: its evidence quotes, or its sentences) reads as the word-weighted
+    mean of its pieces' vectors.
+
+    A message is its pieces said one after another, and the whole costs as much to
+    encode as all of them together: composing it from them halves what a trace costs
+    to read. The cosine with a mean ``m = Σ wᵢvᵢ`` needs only cosines:
     ``cos(r, m) = Σ wᵢ cos(r, vᵢ) / √(Σ wᵢwⱼ cos(vᵢ, vⱼ))``.
 
     >>> unit = {"a b.": np.array([1.0, 0.0]), "c d.": np.array([0.0, 1.0])}
     >>> vec = lambda t: unit.get(t, np.array([1.0, 1.0]) / np.sqrt(2))
     >>> dot = lambda a, b: np.array([[vec(x) @ vec(y) for y in b] for x in a])
-    >>> step_cosines(["a b."], ["a b. c d.", "a b."], np.array([0]), dot).round(3).tolist()
+    >>> whole = {0: ["a b.", "c d."]}
+    >>> step_cosines(["a b."], ["a b. c d.", "a b."], whole, dot).round(3).tolist()
     [[0.707, 1.0]]
     """
-    pieces: dict[int, list[str]] = {}
-    for k in wholes:
-        said = sentences(cols[k])
-        if len(said) > 1:
-            pieces[int(k)] = said
-    direct = [t for k, t in enumerate(cols) if k not in pieces]
-    extra = list(dict.fromkeys(p for ps in pieces.values() for p in ps))
+    composed = {k: list(p) for k, p in pieces.items() if len(p) > 1}
+    direct = [t for k, t in enumerate(cols) if k not in composed]
+    extra = [p for ps in composed.values() for p in ps]
     texts = list(dict.fromkeys([*direct, *extra]))
     at = {t: i for i, t in enumerate(texts)}
     base = sims(rows, texts)
     out = np.zeros((len(rows), len(cols)))
     for k, t in enumerate(cols):
-        if k not in pieces:
+        if k not in composed:
             out[:, k] = base[:, at[t]]
-    for k, said in pieces.items():
+    for k, said in composed.items():
         idx = [at[p] for p in said]
-        w = np.array([len(p.split()) for p in said], dtype=np.float64)
+        w = np.array([max(len(p.split()), 1) for p in said], dtype=np.float64)
         gram = sims(said, said)
         norm = float(np.sqrt(max(float(w @ gram @ w), 1e-12)))
         out[:, k] = np.clip(base[:, idx] @ w / norm, 0.0, 1.0)
@@ -154,14 +167,10 @@ def pairs_of(
         rows += t
         owner += [i] * len(t)
         is_enact += en
-    cols, col_owner = [], []
-    for j, s in enumerate(steps):
-        t = [s.whole, *s.parts[:6]]
-        cols += t
-        col_owner += [j] * len(t)
+    cols, col_owner, pieces = _step_columns(steps)
     row_starts = np.flatnonzero(np.r_[True, np.diff(owner) != 0])
     col_starts = np.flatnonzero(np.r_[True, np.diff(col_owner) != 0])
-    cos = step_cosines(rows, cols, col_starts, sims)
+    cos = step_cosines(rows, cols, pieces, sims)
     tok = similarity_matrix([tokens(t) for t in rows], [tokens(t) for t in cols])
     heads = row_starts  # each node's first text is its head
     wholes = col_starts  # each step's first text is its whole
