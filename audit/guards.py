@@ -1,7 +1,10 @@
 """What stands between a hostile or broken request and a 500.
 
 - :class:`LimitedJSONParser`: the API's JSON parser, within the size and depth limits
-  of :mod:`matching.input_limits` (413/400 naming the limit, never a RecursionError).
+  of the site's input limits (``INPUT_LIMITS``; 413/400 naming the limit, never a
+  RecursionError); an oversized body is refused from its ``Content-Length`` before a
+  byte of it is read.
+- :func:`api_refusal`: a service's refusal as the API's error (413 past a size limit).
 - :class:`RequestGuardMiddleware`: a NUL character in a query parameter is a 400
   naming the parameter (PostgreSQL cannot compare with one); a database that stayed
   locked is a 503 asking to try again, not a 500.
@@ -20,26 +23,45 @@ from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooMany
 from django.db import OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
-from rest_framework.exceptions import APIException, ParseError
+from rest_framework.exceptions import APIException, ParseError, ValidationError
 from rest_framework.parsers import JSONParser
 
-from matching.input_limits import InputRefused, load_json
+from matching.input_limits import REQUEST_ENVELOPE, InputRefused, load_json
 
+from .services.common import ServiceError
 from .services.concurrency import TRANSIENT
 
 logger = logging.getLogger(__name__)
-MB = 1024 * 1024
 
 
 def body_limit() -> int:
     return settings.DATA_UPLOAD_MAX_MEMORY_SIZE
 
 
-def too_large_message(limit: int) -> str:
+def too_large_message(limit: int, size: int | None = None) -> str:
+    """The refusal of a request body past ``limit`` (``size`` when it is known)."""
+    measured = f"the request is {size:,} bytes" if size else "the request is larger"
     return (
-        f"the request is larger than the limit of {limit:,} bytes ({limit / MB:g} MB);"
-        " send less at once"
+        f"{measured}; the limit is {limit:,} (the largest of INPUT_LIMITS upload_bytes,"
+        f" document_bytes, tools_bytes and field_bytes, and {REQUEST_ENVELOPE // 1024} KiB"
+        " for the other fields); send less at once"
     )
+
+
+def content_length(request: Any) -> int | None:
+    """The size the client declares for its body (None when it declares none)."""
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or "")
+    except ValueError:
+        return None
+
+
+def api_refusal(exc: ServiceError, field: str = "detail") -> APIException:
+    """A service's refusal as the API's error: 413 past a size limit, else 400
+    naming ``field``."""
+    if exc.status == 413:
+        return RequestTooLarge(str(exc))
+    return ValidationError({field: [str(exc)]})
 
 
 class RequestTooLarge(APIException):
@@ -53,11 +75,16 @@ class LimitedJSONParser(JSONParser):
 
     def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
         limit = body_limit()
+        request = (parser_context or {}).get("request")
+        declared = content_length(request) if request is not None else None
+        if declared is not None and declared > limit:
+            raise RequestTooLarge(too_large_message(limit, declared))
         raw = stream.read(limit + 1) if stream is not None else b""
         if len(raw) > limit:
             raise RequestTooLarge(too_large_message(limit))
         try:
-            return load_json(raw, what="the request body", max_bytes=limit)
+            depth = settings.INPUT_LIMITS.json_depth
+            return load_json(raw, what="the request body", max_bytes=limit, max_depth=depth)
         except InputRefused as exc:
             if exc.status == 413:
                 raise RequestTooLarge(exc.message) from None
@@ -109,7 +136,7 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
 def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """``handler400``: an oversized or overfull request gets a message naming the limit."""
     if isinstance(exception, RequestDataTooBig):
-        return _answer(request, too_large_message(body_limit()), 413)
+        return _answer(request, too_large_message(body_limit(), content_length(request)), 413)
     if isinstance(exception, TooManyFieldsSent | TooManyFilesSent):
         return _answer(request, f"the request has too many fields or files ({exception})", 400)
     return defaults.bad_request(request, exception)  # type: ignore[arg-type]

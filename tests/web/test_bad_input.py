@@ -10,6 +10,7 @@ import io
 import json
 import urllib.parse
 import zipfile
+from dataclasses import replace
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -81,16 +82,25 @@ def test_a_latin_1_import_is_refused_and_a_byte_order_mark_accepted(login, world
     assert Contract.objects.get(key="refund-latin").title == "Remboursement café"
 
 
-def test_an_import_over_the_size_limit_is_413_naming_the_limit(login, api, world):
+def test_an_import_over_the_size_limit_is_413_naming_the_limit(login, api, world, settings):
     before = row_counts()
-    big = '{"x": "' + "a" * (21 * 1024 * 1024) + '"}'
+    big = '{"x": "' + "a" * (5 * 1024 * 1024) + '"}'
     response = login("reviewer").post("/p/tests/import/", {"document": big})
     assert response.status_code == 413
-    assert "20 MB" in _text(response)
+    assert "the limit is 4,259,840 (the largest of INPUT_LIMITS" in _text(response)
     body = '{"project": "tests", "document": ' + big + "}"
     response = api("reviewer").post("/api/contracts/import/", body, content_type="application/json")
     assert response.status_code == 413
-    assert "20 MB" in _text(response)
+    assert f"the request is {len(body):,} bytes; the limit is 4,259,840" in _text(response)
+    settings.INPUT_LIMITS = replace(settings.INPUT_LIMITS, document_bytes=1024 * 1024)
+    doc = '{"x": "' + "a" * (2 * 1024 * 1024) + '"}'
+    named = "the limit is 1,048,576 (INPUT_LIMITS document_bytes)"
+    for data in ({"document": doc}, {"file": SimpleUploadedFile("c.json", doc.encode())}):
+        response = login("reviewer").post("/p/tests/import/", data)
+        assert response.status_code == 413 and named in _text(response)
+    body = '{"project": "tests", "document": ' + doc + "}"
+    response = api("reviewer").post("/api/contracts/import/", body, content_type="application/json")
+    assert response.status_code == 413 and named in _text(response)
     assert row_counts() == before
 
 
