@@ -145,15 +145,17 @@ def _run_context(run, membership, verdict_form=None, verdict_error=""):
         )
         for m in METRIC_FIELDS
     ]
+    failures = _failure_rows(report)
     return {
         "project": run.project,
         "membership": membership,
         "run": run,
         "stale": run_is_stale(run),
         "report": report,
-        "failures": _failure_rows(report),
+        "failures": failures[: run_reads.FAILURES_LISTED],
+        "failures_more": max(0, len(failures) - run_reads.FAILURES_LISTED),
         "metrics": metrics,
-        "payload": overlay,
+        "payload": None if overlay is None else run_reads.page_payload(overlay, trace_in_page=True),
         "segments": run_reads.trace_segments(trace_text, observed_nodes),
         "observed_nodes": observed_nodes,
         "verdicts": list(run.verdicts.select_related("reviewer")),
