@@ -5,9 +5,10 @@
   RecursionError); an oversized body is refused from its ``Content-Length`` before a
   byte of it is read.
 - :func:`api_refusal`: a service's refusal as the API's error (413 past a size limit).
-- :class:`RequestGuardMiddleware`: a NUL character in a query parameter is a 400
-  naming the parameter (PostgreSQL cannot compare with one); a database that stayed
-  locked is a 503 asking to try again, not a 500.
+- :class:`RequestGuardMiddleware`: a request larger than any upload may be is a 413
+  from its ``Content-Length``, before it is read; a NUL character in a query parameter
+  is a 400 naming the parameter (PostgreSQL cannot compare with one); a database that
+  stayed locked is a 503 asking to try again, not a 500.
 - :func:`not_found`: the ``handler404``; an unknown API URL answers in JSON.
 - :func:`bad_request`: the ``handler400`` that turns Django's bare "Bad Request" for
   an oversized body into a 413 naming the limit.
@@ -26,7 +27,13 @@ from django.views import defaults
 from rest_framework.exceptions import APIException, ParseError, ValidationError
 from rest_framework.parsers import JSONParser
 
-from matching.input_limits import REQUEST_ENVELOPE, InputRefused, load_json
+from matching.input_limits import (
+    BODY_UPLOADS,
+    FIELD_UPLOADS,
+    REQUEST_ENVELOPE,
+    InputRefused,
+    load_json,
+)
 
 from .services.common import ServiceError
 from .services.concurrency import TRANSIENT
@@ -38,13 +45,14 @@ def body_limit() -> int:
     return settings.DATA_UPLOAD_MAX_MEMORY_SIZE
 
 
-def too_large_message(limit: int, size: int | None = None) -> str:
-    """The refusal of a request body past ``limit`` (``size`` when it is known)."""
+def too_large_message(limit: int, size: int | None = None, names=FIELD_UPLOADS) -> str:
+    """The refusal of a request past ``limit`` (``size`` when it is known): the largest
+    of the upload limits ``names``, which it names, and the room for the other fields."""
     measured = f"the request is {size:,} bytes" if size else "the request is larger"
+    largest = max(names, key=lambda name: getattr(settings.INPUT_LIMITS, name))
     return (
-        f"{measured}; the limit is {limit:,} (the largest of INPUT_LIMITS upload_bytes,"
-        f" document_bytes, tools_bytes and field_bytes, and {REQUEST_ENVELOPE // 1024} KiB"
-        " for the other fields); send less at once"
+        f"{measured}; the limit is {limit:,} (INPUT_LIMITS {largest}, the largest upload,"
+        f" and {REQUEST_ENVELOPE // 1024} KiB for the other fields); send less at once"
     )
 
 
@@ -104,6 +112,11 @@ class RequestGuardMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        # a body larger than any upload may be is refused before a byte of it is read
+        # (Django would spool its files to disk first)
+        declared, cap = content_length(request), settings.INPUT_LIMITS.body_bytes
+        if declared is not None and declared > cap:
+            return _answer(request, too_large_message(cap, declared, BODY_UPLOADS), 413)
         for key, values in request.GET.lists():
             if any("\x00" in v for v in (key, *values)):
                 name = key.replace("\x00", "\\0")

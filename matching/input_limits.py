@@ -130,14 +130,23 @@ class Limits:
 
     @property
     def request_bytes(self) -> int:
-        """The most one request body may carry (files aside): the largest single upload
-        and :data:`REQUEST_ENVELOPE` for the fields beside it.
+        """The most one request body may carry in its fields (files aside): the largest
+        upload a field may hold (:data:`FIELD_UPLOADS`) and :data:`REQUEST_ENVELOPE`.
 
         >>> Limits().request_bytes
         4259840
         """
-        biggest = max(self.upload_bytes, self.document_bytes, self.tools_bytes, self.field_bytes)
-        return biggest + REQUEST_ENVELOPE
+        return max(getattr(self, name) for name in FIELD_UPLOADS) + REQUEST_ENVELOPE
+
+    @property
+    def body_bytes(self) -> int:
+        """The most one request may send, files included: the largest upload of any
+        kind (a suite archive too) and :data:`REQUEST_ENVELOPE`.
+
+        >>> Limits().body_bytes
+        21037056
+        """
+        return max(getattr(self, name) for name in BODY_UPLOADS) + REQUEST_ENVELOPE
 
     def check_bytes(self, name: str, size: int, *, what: str) -> None:
         """:class:`InputRefused` (status 413) when ``size`` exceeds the limit ``name``."""
@@ -219,6 +228,10 @@ tools_bytes, tool_count, suite_archive_bytes, suite_unpacked_bytes, suite_files
         return replace(base, **changes)
 
 
+#: the limits of what one form field or API body may hold (a paste, a JSON document)
+FIELD_UPLOADS = ("upload_bytes", "document_bytes", "artifact_bytes", "tools_bytes", "field_bytes")
+#: and of what one request may send, files included
+BODY_UPLOADS = (*FIELD_UPLOADS, "suite_archive_bytes")
 DEFAULT_LIMITS = Limits()
 #: the default nesting limit of every JSON document (:attr:`Limits.json_depth`)
 MAX_DEPTH = DEFAULT_LIMITS.json_depth
@@ -434,7 +447,9 @@ delimiter at line 1 column 8 [json]
 
 
 __all__ = [
+    "BODY_UPLOADS",
     "DEFAULT_LIMITS",
+    "FIELD_UPLOADS",
     "KIB",
     "MAX_DEPTH",
     "MIB",

@@ -87,7 +87,9 @@ def test_an_import_over_the_size_limit_is_413_naming_the_limit(login, api, world
     big = '{"x": "' + "a" * (5 * 1024 * 1024) + '"}'
     response = login("reviewer").post("/p/tests/import/", {"document": big})
     assert response.status_code == 413
-    assert "the limit is 4,259,840 (the largest of INPUT_LIMITS" in _text(response)
+    assert "the limit is 4,259,840 (INPUT_LIMITS upload_bytes, the largest upload" in _text(
+        response
+    )
     body = '{"project": "tests", "document": ' + big + "}"
     response = api("reviewer").post("/api/contracts/import/", body, content_type="application/json")
     assert response.status_code == 413
