@@ -1,13 +1,17 @@
 """Bad input never gives a 500: a message naming what is wrong, and nothing stored.
 
-Deeply nested JSON, text that is not UTF-8, NUL characters, oversized bodies, DRF
-format suffixes, unknown objects and broken spans, in the UI and the API.
+Deeply nested JSON, text that is not UTF-8, NUL characters, oversized bodies, traces
+and tool lists past the input limits (refused in well under a second, naming the limit
+and the measured value), ids no database can hold, DRF format suffixes, unknown objects
+and broken spans, in the UI and the API.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import re
+import time
 import urllib.parse
 import zipfile
 from dataclasses import replace
@@ -15,7 +19,7 @@ from dataclasses import replace
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from .sweep import build_world, row_counts
+from .sweep import HOSTILE_TOOLS, MIB, build_world, row_counts, trace_of
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -334,3 +338,178 @@ def test_span_errors_say_what_is_wrong(login, world, start, end, message):
     assert response.status_code == 422
     assert message in _text(response)
     assert row_counts() == before
+
+
+# ---------------------------------------------------------------- the input limits
+
+TRACE_LIMIT = "the limit is 524,288 (INPUT_LIMITS trace_bytes)"
+
+
+def _post_trace(client, world, channel: str, text: str):
+    """Send ``text`` as a run's input: pasted in the form, uploaded, or to the API."""
+    if channel == "api":
+        body = {"contract": world.audited.pk, "query": "q1", "input": text, "mode": "token"}
+        return client.post("/api/runs/", body, format="json")
+    form = {"target": f"{world.audited.pk}|q1", "input_kind": "auto", "mode": "token"}
+    form |= {"extractor": "none", "source_kind": "auto"}
+    if channel == "file":
+        return client.post(
+            "/p/tests/runs/new/", form | {"file": SimpleUploadedFile("t.txt", text.encode())}
+        )
+    return client.post("/p/tests/runs/new/", form | {"text": text})
+
+
+@pytest.mark.parametrize("channel", ["paste", "file", "api"])
+@pytest.mark.parametrize(
+    ("size", "named"),
+    [
+        # read (within the upload limit), then refused as the trace it is
+        (2 * MIB, re.escape(f"the trace is 2,097,152 bytes; {TRACE_LIMIT}")),
+        # refused from its size alone, before it is parsed: the file as uploaded, or the
+        # whole request (the form's fields, the API's JSON body)
+        (
+            11 * MIB,
+            r"(the file t\.txt|the request) is 1[13],\d{3},\d{3} bytes; the limit is"
+            r" 4,(194,304|259,840) \(INPUT_LIMITS upload_bytes",
+        ),
+    ],
+)
+def test_refuses_trace_over_limit_before_storing(login, api, world, channel, size, named):
+    client = api("annotator") if channel == "api" else login("annotator")
+    text = trace_of(size, 1_000)
+    before = row_counts()
+    started = time.perf_counter()
+    response = _post_trace(client, world, channel, text)
+    took = time.perf_counter() - started
+    assert response.status_code == 413, _text(response)[:300]
+    assert re.search(named, _text(response)), _text(response)[:2000]
+    assert took < 1.0, f"{channel}: {size:,} bytes refused in {took:.2f} s"
+    assert row_counts() == before
+
+
+def test_accepts_a_trace_at_the_limits(login, world):
+    text = trace_of(512 * 1024, 1_000)
+    response = _post_trace(login("annotator"), world, "paste", text)
+    assert response.status_code == 302
+    from audit.models import Run
+
+    assert len(Run.objects.latest("pk").observed["source"]["text"].encode()) == 512 * 1024
+
+
+def test_refuses_a_trace_of_too_many_events_naming_the_limit(login, api, world):
+    before = row_counts()
+    text = trace_of(200_000, 1_001)
+    for client, channel in ((login("annotator"), "paste"), (api("annotator"), "api")):
+        response = _post_trace(client, world, channel, text)
+        assert response.status_code == 400
+        assert "the trace has 1,001 events; the limit is 1,000 (INPUT_LIMITS trace_events)" in (
+            _text(response)
+        )
+    assert row_counts() == before
+
+
+def test_a_run_whose_extractor_finds_too_many_steps_fails_naming_the_limit(world, users):
+    from audit import services
+
+    # one event, two thousand sentences: each one a step of the heuristic extractor
+    text = "[assistant] " + " ".join(f"I refunded order {i}." for i in range(2_000))
+    run, _ = services.run_create(
+        contract=world.audited, user=users["annotator"], query_key="q1", kind="text", data=text
+    )
+    run = services.run_execute(run_id=run.pk)
+    assert run.status == "failed" and run.overlay is None
+    assert "the limit is 1,000 (INPUT_LIMITS trace_events)" in run.error
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_TOOLS))
+@pytest.mark.parametrize("channel", ["paste", "file"])
+def test_a_hostile_tools_list_is_refused_naming_it_and_nothing_stored(login, world, case, channel):
+    source, message = HOSTILE_TOOLS[case]
+    url = f"/c/{world.draft.pk}/tools/import/"
+
+    def data():
+        if channel == "paste":
+            return {"tools_json": source}
+        return {"tools_file": SimpleUploadedFile("tools.json", source.encode())}
+
+    before = row_counts()
+    page = login("annotator").post(url, data())  # without JavaScript: the page, 400
+    assert page.status_code == 400 and message in _text(page)
+    panel = login("annotator").post(url, data(), **HTMX)  # htmx: the panel, swapped on 422
+    assert panel.status_code == 422 and message in _text(panel)
+    world.draft.refresh_from_db()
+    assert world.draft.tool_catalogue == [] and row_counts() == before
+
+
+def test_a_tools_list_that_is_not_utf8_is_refused_pasted_or_uploaded(login, world):
+    url = f"/c/{world.draft.pk}/tools/import/"
+    latin = '[{"name": "lookup", "description": "café"}]'.encode("latin-1")
+    before = row_counts()
+    pasted = login("annotator").post(
+        url,
+        "tools_json=" + urllib.parse.quote_from_bytes(latin),
+        content_type="application/x-www-form-urlencoded",
+    )
+    uploaded = login("annotator").post(url, {"tools_file": SimpleUploadedFile("t.json", latin)})
+    for response in (pasted, uploaded):
+        assert response.status_code == 400 and "not UTF-8 text" in _text(response)
+    assert row_counts() == before
+
+
+def test_the_api_refuses_hostile_and_oversized_tools_lists_naming_the_limit(api, world):
+    url = f"/api/contracts/{world.draft.pk}/tools/"
+    client = api("annotator")
+    before = row_counts()
+    for source, message in HOSTILE_TOOLS.values():
+        response = client.put(url, '{"tools": ' + source + "}", content_type="application/json")
+        assert response.status_code == 400 and message in _text(response)
+    big = [{"name": "lookup", "description": "x" * (600 * 1024)}]
+    response = client.put(url, {"tools": big}, format="json")
+    assert response.status_code == 413
+    assert "the limit is 524,288 (INPUT_LIMITS tools_bytes)" in _text(response)
+    many = [{"name": f"tool_{i}"} for i in range(129)]
+    response = client.put(url, {"tools": many}, format="json")
+    assert response.status_code == 400
+    assert "has 129 tools; the limit is 128 (INPUT_LIMITS tool_count)" in _text(response)
+    world.draft.refresh_from_db()
+    assert world.draft.tool_catalogue == [] and row_counts() == before
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "contract=-1.27e292&%C0=%FF&page=-0&ordering=%00x",
+        "contract=99999999999999999999",
+        "contract=1.5",
+        "contract=0",
+        "contract=abc",
+    ],
+)
+def test_a_list_filter_given_an_id_no_database_can_hold_is_a_400_naming_it(api, world, query):
+    response = api("annotator").get(f"/api/queries/?{query.replace('&ordering=%00x', '')}")
+    assert response.status_code == 400
+    assert list(response.json()) == ["contract"]
+
+
+def test_a_page_number_past_every_row_is_an_empty_page_not_an_error(login, world):
+    for url in ("/p/tests/runs/", "/p/tests/inbox/"):
+        response = login("reviewer").get(f"{url}?page=99999999999999999999")
+        assert response.status_code == 200, url
+
+
+def test_a_request_larger_than_any_upload_is_refused_from_its_length_unread(login, world):
+    from django.test import RequestFactory
+
+    from audit.guards import RequestGuardMiddleware
+
+    def never_read(request):  # the view would read the body
+        raise AssertionError("the body was read")
+
+    request = RequestFactory().post(
+        "/p/tests/runs/new/", "x", content_type="application/octet-stream"
+    )
+    request.META["CONTENT_LENGTH"] = str(1024 * MIB)
+    response = RequestGuardMiddleware(never_read)(request)
+    assert response.status_code == 413
+    assert "the request is 1,073,741,824 bytes; the limit is 21,037,056" in _text(response)
+    assert "INPUT_LIMITS suite_archive_bytes" in _text(response)
