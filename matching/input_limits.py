@@ -190,7 +190,7 @@ levels (under $[0][0]) [depth]
         """
         from .trace import events
 
-        what = "the trace and its final output" if output else "the trace"
+        what = "the trace with its final output" if output else "the trace"
         if (len(text) + len(output or "")) * 4 > self.trace_bytes:  # else it cannot be over
             self.check_bytes("trace_bytes", text_bytes(text) + text_bytes(output or ""), what=what)
         count = sum(1 for event in events(text) if event.role is not None)
