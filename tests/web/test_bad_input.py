@@ -513,3 +513,37 @@ def test_a_request_larger_than_any_upload_is_refused_from_its_length_unread(logi
     assert response.status_code == 413
     assert "the request is 1,073,741,824 bytes; the limit is 21,037,056" in _text(response)
     assert "INPUT_LIMITS suite_archive_bytes" in _text(response)
+
+
+def test_a_suite_case_past_the_trace_limit_is_a_case_error_naming_it(
+    login, world, settings, django_capture_on_commit_callbacks
+):
+    from audit.models import Batch, BatchChunk
+    from audit.services.chunks import case_results
+
+    from .conftest import ROOT
+
+    clean = ROOT / "fixtures" / "clean"
+    lines = [x for x in (clean / "cases.jsonl").read_text().splitlines() if '"refund-returns"' in x]
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as zf:
+        zf.write(clean / "contracts" / "refund-returns.json", "contracts/refund-returns.json")
+        zf.writestr("cases.jsonl", "\n".join(lines[:3]) + "\n")
+    # q02's trace and output are 744 bytes, q01's and q03's over 1,500
+    settings.INPUT_LIMITS = replace(settings.INPUT_LIMITS, trace_bytes=1000)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = login("reviewer").post(
+            "/p/tests/batches/new/",
+            {
+                "mode": "oracle",
+                "extractor": "none",
+                "suite": SimpleUploadedFile("s.zip", out.getvalue()),
+            },
+        )
+    assert response.status_code == 302
+    batch = Batch.objects.latest("pk")
+    assert batch.status == "done", batch.error
+    results = [r for c in BatchChunk.objects.filter(batch=batch) for r in case_results(c)]
+    errors = sorted(r.error for r in results if r.error)
+    assert len(results) == 3 and len(errors) == 2
+    assert all("the limit is 1,000 (INPUT_LIMITS trace_bytes)" in e for e in errors)
