@@ -338,6 +338,14 @@ SPECTACULAR_SETTINGS = {
 }
 
 
+# Variables that set one input limit each before INPUT_LIMITS held them all: one still
+# set stops the start, since ignoring it would silently change the limit it set.
+RENAMED_LIMITS = {
+    "SUITE_UPLOAD_MAX_BYTES": "suite_archive_bytes",
+    "SUITE_UNPACKED_MAX_BYTES": "suite_unpacked_bytes",
+}
+
+
 def _input_limits(spec: str) -> Limits:
     for gone, name in RENAMED_LIMITS.items():
         if env.str(gone, default=""):
@@ -350,10 +358,6 @@ def _input_limits(spec: str) -> Limits:
         raise ImproperlyConfigured(f"INPUT_LIMITS={spec!r} cannot be read: {exc}") from None
 
 
-RENAMED_LIMITS = {
-    "SUITE_UPLOAD_MAX_BYTES": "suite_archive_bytes",
-    "SUITE_UNPACKED_MAX_BYTES": "suite_unpacked_bytes",
-}
 # Every limit on what a user may send, in one table (matching.input_limits.Limits).
 INPUT_LIMITS = _input_limits(env.str("INPUT_LIMITS", default=""))
 # A request body (files aside) holds at most the largest single upload and its fields:

@@ -35,4 +35,4 @@ def text_content(value: str) -> SafeString:
     turns into six characters each would make its page several times its size."""
     # str.replace, not str.translate: thirty times faster on a trace of half a megabyte
     text = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return mark_safe(text)  # noqa: S308 - escaped above
+    return mark_safe(text)  # & < > escaped above: nothing in it can open a tag
