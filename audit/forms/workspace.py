@@ -129,7 +129,7 @@ class NodeForm(forms.Form):
     required = forms.BooleanField(required=False, initial=True)
     explicit = forms.BooleanField(required=False)
     combine = forms.ChoiceField(choices=Combine.choices, initial=Combine.ALL)
-    meta = LimitedJSONField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    meta = LimitedJSONField(label="Meta", required=False, widget=forms.Textarea(attrs={"rows": 2}))
     version = version_field()
 
     def __init__(self, *args, contract, node=None, **kwargs):
@@ -242,6 +242,7 @@ class InvariantForm(forms.Form):
         queryset=Node.objects.none(), required=False, help_text="empty: always applies"
     )
     check = LimitedJSONField(
+        label="Check",
         required=False,
         widget=forms.Textarea(attrs={"rows": 2}),
         help_text='e.g. {"forbid_regex": "…", "violation_example": "…"}',

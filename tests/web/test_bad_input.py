@@ -547,3 +547,46 @@ def test_a_suite_case_past_the_trace_limit_is_a_case_error_naming_it(
     errors = sorted(r.error for r in results if r.error)
     assert len(results) == 3 and len(errors) == 2
     assert all("the limit is 1,000 (INPUT_LIMITS trace_bytes)" in e for e in errors)
+
+
+def test_a_contract_of_too_many_nodes_is_refused_naming_the_limit(login, api, world, refund_doc):
+    before = row_counts()
+    doc = dict(refund_doc, id="many")
+    doc["nodes"] = refund_doc["nodes"] * 200  # 2,200 nodes: counted before any audit
+    text = json.dumps(doc)
+    named = "the document has 2,200 nodes; the limit is 2,000 (INPUT_LIMITS contract_nodes)"
+    response = login("reviewer").post(
+        "/p/tests/import/", {"file": SimpleUploadedFile("many.json", text.encode())}
+    )
+    assert response.status_code == 400 and named in _text(response)
+    response = api("reviewer").post(
+        "/api/contracts/import/", {"project": "tests", "document": doc}, format="json"
+    )
+    assert response.status_code == 400 and named in _text(response)
+    assert row_counts() == before
+
+
+def test_the_depth_and_field_limits_follow_the_settings_everywhere(
+    login, api, world, refund_doc, settings
+):
+    settings.INPUT_LIMITS = replace(settings.INPUT_LIMITS, json_depth=8, field_bytes=100)
+    before = row_counts()
+    nested = json.loads("[" * 9 + "]" * 9)
+    response = api("annotator").post(
+        "/api/runs/",
+        {"contract": world.audited.pk, "query": "q1", "input": {"messages": nested}},
+        format="json",
+    )
+    assert response.status_code == 400 and "nested deeper than 8 levels" in _text(response)
+    doc = dict(refund_doc, id="deep", meta={"x": nested})
+    response = api("reviewer").post(
+        "/api/contracts/import/", {"project": "tests", "document": doc}, format="json"
+    )
+    assert response.status_code == 400 and "nested deeper than 8 levels" in _text(response)
+    node = world.node
+    url = f"/c/{world.draft.pk}/nodes/{node.pk}/edit/"
+    meta = json.dumps({"note": "x" * 200})
+    response = login("annotator").post(url, _node_post(node, meta=meta), **HTMX)
+    assert response.status_code == 422
+    assert "meta is 212 bytes; the limit is 100 (INPUT_LIMITS field_bytes)" in _text(response)
+    assert row_counts() == before
