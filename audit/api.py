@@ -24,7 +24,7 @@ from rest_framework.response import Response
 from . import services
 from .api_teaching import ContractEnactmentsMixin, RunCorrectionsMixin
 from .filters import BatchApiFilter, ContractApiFilter, QueryApiFilter, RunApiFilter
-from .guards import LimitedJSONParser
+from .guards import LimitedJSONParser, api_refusal
 from .models import Batch, Contract, Project, Query, Run
 from .openapi import DeferredSchema, extend_schema
 from .permissions import (
@@ -114,7 +114,7 @@ class ContractViewSet(ContractEnactmentsMixin, viewsets.ReadOnlyModelViewSet):
                 project=project, user=request.user, source=body.validated_data["document"]
             )
         except services.ServiceError as exc:
-            raise ValidationError({"document": [str(exc)]}) from exc
+            raise api_refusal(exc, "document") from exc
         data = ContractSerializer(contract, context=self.get_serializer_context()).data
         return Response(data, status=status.HTTP_201_CREATED)
 
@@ -226,7 +226,7 @@ class RunViewSet(
                 output=d.get("output") or "",
             )
         except services.ServiceError as exc:
-            raise ValidationError({"input": [str(exc)]}) from exc
+            raise api_refusal(exc, "input") from exc
         run = self.get_queryset().get(pk=run.pk)
         data = RunSerializer(run, context=self.get_serializer_context()).data
         return Response(data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
@@ -333,5 +333,5 @@ class BatchViewSet(
                 ),
             )
         except services.ServiceError as exc:
-            raise ValidationError({"detail": [str(exc)]}) from exc
+            raise api_refusal(exc) from exc
         return Response(BatchSerializer(batch).data, status=status.HTTP_201_CREATED)

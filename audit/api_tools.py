@@ -6,11 +6,11 @@ from __future__ import annotations
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from rest_framework import serializers, status
-from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import services
+from .guards import api_refusal
 from .models import Node
 from .openapi import extend_schema
 from .permissions import EDIT, VIEW, contract_for
@@ -41,7 +41,7 @@ def _call(fn, **kwargs):
     try:
         return fn(**kwargs)
     except services.ServiceError as exc:
-        raise ValidationError({"detail": [str(exc)]}) from exc
+        raise api_refusal(exc) from exc
 
 
 def _catalogue(contract) -> dict:
@@ -68,7 +68,9 @@ class ToolCatalogueView(APIView):
     @extend_schema(
         request=ToolImportSerializer,
         responses={200: OpenApiTypes.OBJECT},
-        description="Replace the catalogue with a tools list; bad input stores nothing.",
+        description="Replace the catalogue with a tools list; bad input stores nothing:"
+        " 413 past INPUT_LIMITS tools_bytes, 400 past tool_count or json_depth (in"
+        " `parameters` too), for a NUL character or a malformed list.",
     )
     def put(self, request, pk):
         contract, _ = contract_for(request.user, pk, EDIT)

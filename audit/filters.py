@@ -2,7 +2,9 @@
 
 One FilterSet per list, built from shared pieces, so the page and the API filter the
 same way and drf-spectacular documents every parameter. Unknown values match nothing
-(``?family=bogus`` is an empty list), never an error.
+(``?family=bogus`` is an empty list), never an error; an object id that is not a whole
+number a database id can hold (``?contract=-1.27e292``) is a 400 naming the parameter,
+never a query the database cannot run.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 import django_filters as df
+from django import forms
 from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema_field
 
 from .models import FAMILY_FIELDS, Assessment, Batch, Contract, Query, Run
 from .selectors.runs import reviewed
@@ -20,6 +24,29 @@ ASSESSMENT_HELP = (
     "semantic runs: needs_review, violation or clean (P(violation) read with the"
     " project's thresholds); token and oracle runs have none"
 )
+
+
+# The largest id a database id column holds (a BigAutoField: a signed 64-bit integer).
+ID_MAX = 2**63 - 1
+
+
+class IdFilter(df.NumberFilter):
+    """An object's id: a whole number from 1 to :data:`ID_MAX`; anything else (a
+    fraction, an exponent, a number out of range, a word) is a 400 naming the parameter."""
+
+    field_class = forms.IntegerField
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("max_value", ID_MAX)
+        super().__init__(*args, **kwargs)
+
+
+def id_filter(field_name: str, what: str) -> IdFilter:
+    """An :class:`IdFilter` on ``field_name``, documented with its range."""
+    help_text = f"{what}: a whole number from 1 to {ID_MAX}; anything else is a 400"
+    schema = {"type": "integer", "minimum": 1, "maximum": ID_MAX, "description": help_text}
+    return extend_schema_field(schema)(IdFilter(field_name=field_name, help_text=help_text))
 
 
 def by_assessment(qs: QuerySet[Run], name: str, value: str) -> QuerySet[Run]:
@@ -79,7 +106,7 @@ class ContractApiFilter(df.FilterSet):
 
 class QueryApiFilter(df.FilterSet):
     project = df.CharFilter(field_name="contract__project__slug", help_text="project slug")
-    contract = df.NumberFilter(field_name="contract_id", help_text="contract pk (an integer)")
+    contract = id_filter("contract_id", "the contract's id (pk)")
 
     class Meta:
         model = Query

@@ -1,10 +1,14 @@
 """What stands between a hostile or broken request and a 500.
 
 - :class:`LimitedJSONParser`: the API's JSON parser, within the size and depth limits
-  of :mod:`matching.input_limits` (413/400 naming the limit, never a RecursionError).
-- :class:`RequestGuardMiddleware`: a NUL character in a query parameter is a 400
-  naming the parameter (PostgreSQL cannot compare with one); a database that stayed
-  locked is a 503 asking to try again, not a 500.
+  of the site's input limits (``INPUT_LIMITS``; 413/400 naming the limit, never a
+  RecursionError); an oversized body is refused from its ``Content-Length`` before a
+  byte of it is read.
+- :func:`api_refusal`: a service's refusal as the API's error (413 past a size limit).
+- :class:`RequestGuardMiddleware`: a request larger than any upload may be is a 413
+  from its ``Content-Length``, before it is read; a NUL character in a query parameter
+  is a 400 naming the parameter (PostgreSQL cannot compare with one); a database that
+  stayed locked is a 503 asking to try again, not a 500.
 - :func:`not_found`: the ``handler404``; an unknown API URL answers in JSON.
 - :func:`bad_request`: the ``handler400`` that turns Django's bare "Bad Request" for
   an oversized body into a 413 naming the limit.
@@ -20,26 +24,52 @@ from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooMany
 from django.db import OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
-from rest_framework.exceptions import APIException, ParseError
+from rest_framework.exceptions import APIException, ParseError, ValidationError
 from rest_framework.parsers import JSONParser
 
-from matching.input_limits import InputRefused, load_json
+from matching.input_limits import (
+    BODY_UPLOADS,
+    FIELD_UPLOADS,
+    REQUEST_ENVELOPE,
+    InputRefused,
+    load_json,
+)
 
+from .services.common import ServiceError
 from .services.concurrency import TRANSIENT
 
 logger = logging.getLogger(__name__)
-MB = 1024 * 1024
 
 
 def body_limit() -> int:
     return settings.DATA_UPLOAD_MAX_MEMORY_SIZE
 
 
-def too_large_message(limit: int) -> str:
+def too_large_message(limit: int, size: int | None = None, names=FIELD_UPLOADS) -> str:
+    """The refusal of a request past ``limit`` (``size`` when it is known): the largest
+    of the upload limits ``names``, which it names, and the room for the other fields."""
+    measured = f"the request is {size:,} bytes" if size else "the request is larger"
+    largest = max(names, key=lambda name: getattr(settings.INPUT_LIMITS, name))
     return (
-        f"the request is larger than the limit of {limit:,} bytes ({limit / MB:g} MB);"
-        " send less at once"
+        f"{measured}; the limit is {limit:,} (INPUT_LIMITS {largest}, the largest upload,"
+        f" and {REQUEST_ENVELOPE // 1024} KiB for the other fields); send less at once"
     )
+
+
+def content_length(request: Any) -> int | None:
+    """The size the client declares for its body (None when it declares none)."""
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or "")
+    except ValueError:
+        return None
+
+
+def api_refusal(exc: ServiceError, field: str = "detail") -> APIException:
+    """A service's refusal as the API's error: 413 past a size limit, else 400
+    naming ``field``."""
+    if exc.status == 413:
+        return RequestTooLarge(str(exc))
+    return ValidationError({field: [str(exc)]})
 
 
 class RequestTooLarge(APIException):
@@ -53,11 +83,16 @@ class LimitedJSONParser(JSONParser):
 
     def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
         limit = body_limit()
+        request = (parser_context or {}).get("request")
+        declared = content_length(request) if request is not None else None
+        if declared is not None and declared > limit:
+            raise RequestTooLarge(too_large_message(limit, declared))
         raw = stream.read(limit + 1) if stream is not None else b""
         if len(raw) > limit:
             raise RequestTooLarge(too_large_message(limit))
         try:
-            return load_json(raw, what="the request body", max_bytes=limit)
+            depth = settings.INPUT_LIMITS.json_depth
+            return load_json(raw, what="the request body", max_bytes=limit, max_depth=depth)
         except InputRefused as exc:
             if exc.status == 413:
                 raise RequestTooLarge(exc.message) from None
@@ -77,6 +112,11 @@ class RequestGuardMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        # a body larger than any upload may be is refused before a byte of it is read
+        # (Django would spool its files to disk first)
+        declared, cap = content_length(request), settings.INPUT_LIMITS.body_bytes
+        if declared is not None and declared > cap:
+            return _answer(request, too_large_message(cap, declared, BODY_UPLOADS), 413)
         for key, values in request.GET.lists():
             if any("\x00" in v for v in (key, *values)):
                 name = key.replace("\x00", "\\0")
@@ -109,7 +149,7 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
 def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """``handler400``: an oversized or overfull request gets a message naming the limit."""
     if isinstance(exception, RequestDataTooBig):
-        return _answer(request, too_large_message(body_limit()), 413)
+        return _answer(request, too_large_message(body_limit(), content_length(request)), 413)
     if isinstance(exception, TooManyFieldsSent | TooManyFilesSent):
         return _answer(request, f"the request has too many fields or files ({exception})", 400)
     return defaults.bad_request(request, exception)  # type: ignore[arg-type]

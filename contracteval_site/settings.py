@@ -26,6 +26,12 @@ runs with no servers at all (SQLite, and a Celery broker in a SQLite file):
 - ``API_THROTTLE_ANON`` / ``API_THROTTLE_USER``: REST API request rates.
 - ``CACHE_URL``: a shared cache (``redis://host:6379/1``); absent: per process.
 - ``DB_CONN_MAX_AGE``: seconds a process keeps its database connection (default 0).
+- ``INPUT_LIMITS``: overrides of the limits on what a user may send, as ``name=value``
+  pairs separated by commas or spaces, a size in bytes or ending in KiB, MiB or GiB:
+  ``INPUT_LIMITS="trace_bytes=1MiB trace_events=2000"``. The names and defaults are
+  those of ``matching.input_limits.Limits`` (docs/operations.md, "Input limits"); every
+  form, API call, upload and archive is checked against them, and an unknown name or
+  an unreadable value stops the start.
 See docs/operations.md, "Deploy settings and security".
 """
 
@@ -40,6 +46,8 @@ from typing import Any
 import environ
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
+
+from matching.input_limits import Limits
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -330,10 +338,33 @@ SPECTACULAR_SETTINGS = {
         "ActionEnum": "audit.models.DecisionAction",
     },
 }
-# Traces and suites can be large: JSON bodies up to 20 MB, suite archives up to 20 MB.
-DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
-SUITE_UPLOAD_MAX_BYTES = env.int("SUITE_UPLOAD_MAX_BYTES", default=20 * 1024 * 1024)
-SUITE_UNPACKED_MAX_BYTES = env.int("SUITE_UNPACKED_MAX_BYTES", default=200 * 1024 * 1024)
+
+
+# Variables that set one input limit each before INPUT_LIMITS held them all: one still
+# set stops the start, since ignoring it would silently change the limit it set.
+RENAMED_LIMITS = {
+    "SUITE_UPLOAD_MAX_BYTES": "suite_archive_bytes",
+    "SUITE_UNPACKED_MAX_BYTES": "suite_unpacked_bytes",
+}
+
+
+def _input_limits(spec: str) -> Limits:
+    for gone, name in RENAMED_LIMITS.items():
+        if env.str(gone, default=""):
+            raise ImproperlyConfigured(
+                f"{gone} is now INPUT_LIMITS={name}=<bytes>; set that instead"
+            )
+    try:
+        return Limits.parse(spec)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"INPUT_LIMITS={spec!r} cannot be read: {exc}") from None
+
+
+# Every limit on what a user may send, in one table (matching.input_limits.Limits).
+INPUT_LIMITS = _input_limits(env.str("INPUT_LIMITS", default=""))
+# A request body (files aside) holds at most the largest single upload and its fields:
+# Django refuses more before reading it (a 413 naming the limit, audit/guards.py).
+DATA_UPLOAD_MAX_MEMORY_SIZE = INPUT_LIMITS.request_bytes
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "audit:project_list"

@@ -1,5 +1,7 @@
 """Unpacking an uploaded suite archive (a zip of a suite folder) safely: no member
-outside the destination, no links, bounded sizes and file counts."""
+outside the destination, no links, and the sizes and file counts of
+:class:`~matching.input_limits.Limits` (``suite_archive_bytes``,
+``suite_unpacked_bytes``, ``suite_files``; each contract file ``document_bytes``)."""
 
 from __future__ import annotations
 
@@ -10,14 +12,26 @@ import stat
 import zipfile
 from pathlib import Path, PurePosixPath
 
-# ---------------------------------------------------------------------------- suite archives
-SUITE_ARCHIVE_MAX_BYTES = 20 * 1024 * 1024
-SUITE_UNPACKED_MAX_BYTES = 200 * 1024 * 1024
-SUITE_ARCHIVE_MAX_FILES = 10_000
+from .input_limits import DEFAULT_LIMITS, Limits
 
 
 class SuiteArchiveError(ValueError):
-    """An uploaded suite archive that cannot be unpacked; the message says why."""
+    """An uploaded suite archive that cannot be unpacked; the message says why and
+    ``status`` is the HTTP status to answer with (413 past a size limit, else 400)."""
+
+    def __init__(self, message: str, *, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _too_big(measured: str, size: int, limits: Limits, name: str) -> None:
+    """Refuse when ``size`` passes the limit ``name``; ``measured`` says what was
+    measured ("the archive is", "the archive unpacks to", …)."""
+    limit = getattr(limits, name)
+    if size > limit:
+        raise SuiteArchiveError(
+            f"{measured} {size:,} bytes; the limit is {limit:,} (INPUT_LIMITS {name})", status=413
+        )
 
 
 def _member_path(info: zipfile.ZipInfo) -> PurePosixPath:
@@ -33,13 +47,7 @@ def _member_path(info: zipfile.ZipInfo) -> PurePosixPath:
     return path
 
 
-def extract_suite_zip(
-    archive: bytes,
-    dest: Path,
-    *,
-    max_bytes: int = SUITE_ARCHIVE_MAX_BYTES,
-    max_unpacked: int = SUITE_UNPACKED_MAX_BYTES,
-) -> Path:
+def extract_suite_zip(archive: bytes, dest: Path, *, limits: Limits = DEFAULT_LIMITS) -> Path:
     """Unpack the suite files of ``archive`` into ``dest``; returns the suite folder.
 
     Zip-slip safe (no absolute paths, ``..``, links), size-limited (the archive, each
@@ -56,20 +64,15 @@ def extract_suite_zip(
     ...
     matching.suite_archive.SuiteArchiveError: unsafe path in the archive: '../evil.json'
     """
-    with _open_zip(archive, max_bytes) as zf:
-        wanted = _suite_members(zf)
+    with _open_zip(archive, limits) as zf:
+        wanted = _suite_members(zf, limits)
         dest.mkdir(parents=True, exist_ok=True)
         (dest / "contracts").mkdir(exist_ok=True)
-        _unpack(zf, wanted, dest, max_unpacked)
+        _unpack(zf, wanted, dest, limits)
     return dest
 
 
-def check_suite_zip(
-    archive: bytes,
-    *,
-    max_bytes: int = SUITE_ARCHIVE_MAX_BYTES,
-    max_unpacked: int = SUITE_UNPACKED_MAX_BYTES,
-) -> int:
+def check_suite_zip(archive: bytes, *, limits: Limits = DEFAULT_LIMITS) -> int:
     """The checks of :func:`extract_suite_zip` that need no unpacking; the case count
     is not known yet, so this returns the number of contract files.
 
@@ -86,30 +89,32 @@ def check_suite_zip(
     >>> check_suite_zip(buf.getvalue())
     1
     """
-    with _open_zip(archive, max_bytes) as zf:
-        wanted = _suite_members(zf)
-    if sum(info.file_size for _, info in wanted) > max_unpacked:
-        raise SuiteArchiveError(f"the archive unpacks to more than {max_unpacked:,} bytes")
+    with _open_zip(archive, limits) as zf:
+        wanted = _suite_members(zf, limits)
+    unpacked = sum(info.file_size for _, info in wanted)
+    _too_big("the archive says it unpacks to", unpacked, limits, "suite_unpacked_bytes")
     return sum(1 for rel, _ in wanted if rel.parts[0] == "contracts")
 
 
-def _open_zip(archive: bytes, max_bytes: int) -> zipfile.ZipFile:
-    if len(archive) > max_bytes:
-        raise SuiteArchiveError(
-            f"the archive is {len(archive):,} bytes; the limit is {max_bytes:,}"
-        )
+def _open_zip(archive: bytes, limits: Limits) -> zipfile.ZipFile:
+    _too_big("the archive is", len(archive), limits, "suite_archive_bytes")
     try:
         return zipfile.ZipFile(io.BytesIO(archive))
     except zipfile.BadZipFile:
         raise SuiteArchiveError("not a zip archive") from None
 
 
-def _suite_members(zf: zipfile.ZipFile) -> list[tuple[PurePosixPath, zipfile.ZipInfo]]:
+def _suite_members(
+    zf: zipfile.ZipFile, limits: Limits
+) -> list[tuple[PurePosixPath, zipfile.ZipInfo]]:
     """The suite files of the archive (``cases.jsonl`` and ``contracts/*.json`` under
     the one folder that holds ``cases.jsonl``), each with its path in the suite."""
     infos = [i for i in zf.infolist() if not i.is_dir()]
-    if len(infos) > SUITE_ARCHIVE_MAX_FILES:
-        raise SuiteArchiveError(f"the archive has more than {SUITE_ARCHIVE_MAX_FILES:,} files")
+    if len(infos) > limits.suite_files:
+        raise SuiteArchiveError(
+            f"the archive has {len(infos):,} files; the limit is {limits.suite_files:,}"
+            " (INPUT_LIMITS suite_files)"
+        )
     paths = [(_member_path(i), i) for i in infos]
     roots = {p.parent for p, _ in paths if p.name == "cases.jsonl"}
     if len(roots) != 1:
@@ -123,9 +128,10 @@ def _suite_members(zf: zipfile.ZipFile) -> list[tuple[PurePosixPath, zipfile.Zip
         rel = p.relative_to(root) if p.is_relative_to(root) else None
         if rel is None:
             continue
-        if rel == PurePosixPath("cases.jsonl") or (
-            len(rel.parts) == 2 and rel.parts[0] == "contracts" and rel.suffix == ".json"
-        ):
+        if rel == PurePosixPath("cases.jsonl"):
+            wanted.append((rel, info))
+        elif len(rel.parts) == 2 and rel.parts[0] == "contracts" and rel.suffix == ".json":
+            _too_big(f"{rel} says it is", info.file_size, limits, "document_bytes")
             wanted.append((rel, info))
     if not any(rel.parts[0] == "contracts" for rel, _ in wanted):
         raise SuiteArchiveError("the archive has no contracts/<id>.json")
@@ -136,14 +142,13 @@ def _unpack(
     zf: zipfile.ZipFile,
     wanted: list[tuple[PurePosixPath, zipfile.ZipInfo]],
     dest: Path,
-    limit: int,
+    limits: Limits,
 ) -> None:
-    """Write the members, stopping as soon as the bytes written pass ``limit`` (the
+    """Write the members, stopping as soon as the bytes written pass the limits (the
     sizes a zip declares can lie)."""
     total = 0
     for rel, info in wanted:
-        if info.file_size > limit - total:
-            raise SuiteArchiveError(f"the archive unpacks to more than {limit:,} bytes")
+        _too_big("the archive unpacks to", total + info.file_size, limits, "suite_unpacked_bytes")
         target = dest.joinpath(*rel.parts)
         # cases are read line by line later; a file that is not text at all is refused
         # now, with the archive, instead of becoming one error per line
@@ -155,8 +160,9 @@ def _unpack(
                     _check_utf8(utf8, chunk, rel, offset=written)
                 written += len(chunk)
                 total += len(chunk)
-                if total > limit:
-                    raise SuiteArchiveError(f"the archive unpacks to more than {limit:,} bytes")
+                _too_big("the archive unpacks to", total, limits, "suite_unpacked_bytes")
+                if utf8 is None:
+                    _too_big(f"{rel} is", written, limits, "document_bytes")
                 out.write(chunk)
             if utf8 is not None:
                 _check_utf8(utf8, b"", rel, offset=written, final=True)

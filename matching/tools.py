@@ -4,7 +4,11 @@ An agent's tools are declared in the OpenAI function-calling format,
 ``[{"type": "function", "function": {"name", "description", "parameters"}}]``; the
 bare list of function objects is accepted too. :func:`parse_tools` checks such a list
 and returns :class:`Tool` records (or raises :class:`ToolCatalogueError` naming what is
-wrong); :func:`catalogue_document` writes them back in the canonical wrapped form.
+wrong); :func:`catalogue_document` writes them back in the canonical wrapped form. A
+list as sent is first held to the input limits of every upload
+(:class:`~matching.input_limits.Limits`: ``tools_bytes``, ``tool_count``, UTF-8, no NUL,
+``json_depth``, ``parameters`` included), which raise
+:class:`~matching.input_limits.InputRefused`.
 
 :func:`suggest_bindings` proposes a ``meta.tool`` for action and validation nodes by
 comparing the node's label and description with the tool's name and description, with
@@ -30,11 +34,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import ContractEvalError
+from .input_limits import DEFAULT_LIMITS, InputRefused, Limits, size_of
 
 if TYPE_CHECKING:
     import numpy as np
 
-MAX_BYTES = 1_000_000
 # OpenAI's own limit on function names.
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 BINDABLE_TYPES = ("action", "validation")
@@ -90,24 +94,30 @@ class Encoder(Protocol):
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
-def _load(source: Any) -> list[Any]:
-    if isinstance(source, str | bytes):
-        size = len(source.encode("utf-8") if isinstance(source, str) else source)
-    else:
-        size = len(json.dumps(source, ensure_ascii=False, default=str).encode("utf-8"))
-    if size > MAX_BYTES:
-        raise ToolCatalogueError(
-            f"the tools list is {size} bytes; at most {MAX_BYTES} are accepted"
-        )
-    if isinstance(source, str | bytes):
+def _load(source: Any, limits: Limits | None) -> list[Any]:
+    what = "the tools list"
+    if limits is not None:  # sizes before parsing, then depth (parameters too) and NUL
+        if isinstance(source, str | bytes):
+            try:
+                source = limits.load_json(source, what=what, name="tools_bytes")
+            except InputRefused as exc:
+                if exc.rule != "json":
+                    raise
+                raise ToolCatalogueError(exc.message) from None  # a malformed list
+        else:
+            limits.check_bytes("tools_bytes", size_of(source), what=what)
+            limits.check_json(source, what=what)
+    elif isinstance(source, str | bytes):
         try:
             source = json.loads(source)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise ToolCatalogueError(f"the tools list is not JSON: {exc}") from exc
     if isinstance(source, Mapping) and isinstance(source.get("tools"), list):
         source = source["tools"]
     if not isinstance(source, list):
         raise ToolCatalogueError("the tools list must be a JSON array of functions")
+    if limits is not None:
+        limits.check_count("tool_count", len(source), what=what, unit="tools")
     return list(source)
 
 
@@ -135,7 +145,11 @@ def _tool(i: int, item: Any) -> Tool:
     return Tool(name=name, description=description, parameters=dict(parameters))
 
 
-def parse_tools(source: str | bytes | Sequence[Any] | Mapping[str, Any]) -> list[Tool]:
+def parse_tools(
+    source: str | bytes | Sequence[Any] | Mapping[str, Any],
+    *,
+    limits: Limits | None = DEFAULT_LIMITS,
+) -> list[Tool]:
     """The tools of an OpenAI ``tools`` list (JSON text or already parsed).
 
     Parameters
@@ -143,6 +157,9 @@ def parse_tools(source: str | bytes | Sequence[Any] | Mapping[str, Any]) -> list
     source : str, bytes or list
         ``[{"type": "function", "function": {...}}, ...]``, the bare list of function
         objects, or an object whose ``tools`` key holds either.
+    limits : Limits or None
+        The input limits a list as sent is held to; None for a catalogue already
+        accepted and stored (a limit lowered since must not make it unreadable).
 
     Returns
     -------
@@ -151,9 +168,12 @@ def parse_tools(source: str | bytes | Sequence[Any] | Mapping[str, Any]) -> list
 
     Raises
     ------
+    InputRefused
+        Past ``tools_bytes`` or ``tool_count``, nested deeper than ``json_depth``
+        (``parameters`` included), bytes that are not UTF-8, a NUL character.
     ToolCatalogueError
-        Not JSON, over 1 MB, not a list, a tool without a name, a malformed name, a
-        duplicate name, a non-string description or non-object parameters.
+        Not JSON, not a list, a tool without a name, a malformed name, a duplicate
+        name, a non-string description or non-object parameters.
 
     Examples
     --------
@@ -164,8 +184,13 @@ def parse_tools(source: str | bytes | Sequence[Any] | Mapping[str, Any]) -> list
     ... except ToolCatalogueError as exc:
     ...     print(exc.message)
     the tool name 'a' appears more than once
+    >>> parse_tools('[{"name": "a", "parameters": ' + "[" * 70 + "]" * 70 + "}]")
+    Traceback (most recent call last):
+    ...
+    matching.input_limits.InputRefused: $: the tools list is nested deeper than 64 levels \
+(under $[0].parameters[0]) [depth]
     """
-    tools = [_tool(i, item) for i, item in enumerate(_load(source))]
+    tools = [_tool(i, item) for i, item in enumerate(_load(source, limits))]
     seen: set[str] = set()
     for t in tools:
         if t.name in seen:

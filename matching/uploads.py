@@ -11,6 +11,18 @@ upload raises :class:`~matching.errors.ContractEvalError` naming what is wrong.
 >>> (doc.kind, doc.extractor, doc.observed["source"]["kind"], doc.observed["output"])
 ('text', 'heuristic', 'response', 'I refunded the order.')
 
+Sizes are checked before anything is parsed, and the trace (rendered, with its final
+output) before it is validated: within the :class:`~matching.input_limits.Limits` given
+(the engine's defaults unless the caller has its own):
+
+>>> from matching.input_limits import Limits
+>>> prepare_input(kind="text", data="[user] Hi\\n" * 3, contract_key="c", query_key="q1",
+...               limits=Limits(trace_events=2))
+Traceback (most recent call last):
+...
+matching.input_limits.InputRefused: $: the trace has 3 events; the limit is 2 \
+(INPUT_LIMITS trace_events) [count]
+
 A pasted trace has no final output of its own; give it beside the trace:
 
 >>> trace = '[tool] refund(order_id="7")\\n[assistant] Refunded.'
@@ -30,7 +42,7 @@ from typing import Any
 from .errors import ContractEvalError
 from .formats import OBSERVED, read_observed
 from .importers import INPUT_KINDS, detect_kind, last_agent_message, parse_select, render
-from .input_limits import MAX_DEPTH, check_json
+from .input_limits import DEFAULT_LIMITS, Limits, decode_utf8, size_of
 from .trace import EVENT, is_trace
 
 # The values a caller may pass (the web app stores them as its own choices).
@@ -49,7 +61,7 @@ class PreparedInput:
     extractor: str
 
 
-def _parse_json(raw: str | bytes) -> Any:
+def _parse_json(raw: str | bytes, limits: Limits) -> Any:
     try:
         return json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -59,11 +71,13 @@ def _parse_json(raw: str | bytes) -> Any:
     except UnicodeDecodeError:
         raise ContractEvalError("not UTF-8 text", rule="json") from None
     except RecursionError:
-        raise _too_deep() from None
+        raise _too_deep(limits) from None
 
 
-def _too_deep() -> ContractEvalError:
-    return ContractEvalError(f"the input is nested deeper than {MAX_DEPTH} levels", rule="depth")
+def _too_deep(limits: Limits) -> ContractEvalError:
+    return ContractEvalError(
+        f"the input is nested deeper than {limits.json_depth} levels", rule="depth"
+    )
 
 
 def prepare_input(
@@ -77,8 +91,9 @@ def prepare_input(
     mode: str = "token",
     select: str | Mapping[str, str] | None = None,
     output: str | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> PreparedInput:
-    """Parse, render and validate one input.
+    """Parse, render and validate one input, within ``limits``.
 
     Parameters
     ----------
@@ -86,20 +101,22 @@ def prepare_input(
         One of :data:`INPUT_KINDS`, or ``auto``: JSON that is an observed document, a
         chat transcript or an action list is recognised; anything else is pasted text.
     data : str, bytes or parsed JSON
-        The upload.
     contract_key, query_key : str
-        What the observed document is evaluated against.
+        What it is evaluated against.
     source_kind : str
         ``response``, ``trace`` or ``auto`` (a rendered trace is a trace).
     extractor, mode : str
         The run's options; text is extracted, so it needs token mode.
     select : str or mapping, optional
-        ``task_id=…,trial=…``: the trajectory of a τ-bench results file (a file of
-        several without one is refused with the list of them).
+        ``task_id=…,trial=…``: the trajectory of a τ-bench results file (without one,
+        a file of several is refused with the list of them).
     output : str, optional
-        The agent's final output, checked against the output requirements, for an input
-        that does not end with it (a pasted trace); it replaces the final message a
-        transcript would give. An observed document carries its own ``output``.
+        The agent's final output (checked against the output requirements) for an input
+        that does not end with it; it replaces a transcript's final message (an observed
+        document carries its own ``output``).
+    limits : Limits
+        ``upload_bytes`` for ``data`` as sent (before it is parsed), ``trace_bytes``
+        and ``trace_events`` for the trace it renders to, ``json_depth``.
 
     Returns
     -------
@@ -108,21 +125,38 @@ def prepare_input(
     Raises
     ------
     ContractEvalError
-        Naming what is wrong with the upload or the options.
+        Naming what is wrong (:class:`~matching.input_limits.InputRefused`: a limit).
     """
     _check_options(mode, extractor)
-    kind, data = _recognise(kind, data)
+    limits.check_bytes("upload_bytes", size_of(data), what="the input")
+    kind, data = _recognise(kind, data, limits)
     output = _given_output(kind, output)
     if kind == "observed":
         if isinstance(data, str):
-            data = _parse_json(data)
-        check_json(data, what="the input", strings=False)  # schema checks recurse per level
+            data = _parse_json(data, limits)
+        _check_observed(data, limits)
         read_observed(data)  # schema, ids and steps: the engine's message on failure
         return PreparedInput(kind=kind, observed=dict(data), extractor=extractor)
-    choice = parse_select(select) if isinstance(select, str) or select is None else select
     return _rendered(
-        kind, data, contract_key, query_key, source_kind, extractor, mode, choice, output
+        kind, data, contract_key, query_key, source_kind, extractor, mode, select, output, limits
     )
+
+
+def _check_observed(data: Any, limits: Limits) -> None:
+    """An observed document within the depth, trace and node limits, before the schema
+    checks (which recurse per level and read every node)."""
+    limits.check_json(data, what="the input", strings=False)
+    if not isinstance(data, Mapping):
+        return  # the schema check says what it should be
+    source = data.get("source")
+    text = source.get("text") if isinstance(source, Mapping) else None
+    output = data.get("output")
+    if isinstance(text, str):
+        limits.check_trace(text, output if isinstance(output, str) else None)
+    nodes = data.get("nodes")
+    if isinstance(nodes, list):
+        what = "the observed document"
+        limits.check_count("trace_events", len(nodes), what=what, unit="nodes")
 
 
 def _rendered(
@@ -133,17 +167,21 @@ def _rendered(
     source_kind: str,
     extractor: str,
     mode: str,
-    select: Mapping[str, str],
+    select: str | Mapping[str, str] | None,
     output: str | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> PreparedInput:
     """A transcript, action list or pasted text as an observed document with no nodes
     (the extractor finds them), its final output (``output`` when given) kept for the
     output checks."""
+    if isinstance(select, str) or select is None:
+        select = parse_select(select)
     if kind != "text" and isinstance(data, str):
-        data = _parse_json(data)
+        data = _parse_json(data, limits)
     if kind != "text":
-        check_json(data, what="the input", strings=False)  # the renderers recurse per level
+        limits.check_json(data, what="the input", strings=False)  # renderers recurse per level
     text = render(kind, data, select=select)
+    limits.check_trace(text, output)
     if source_kind == "auto":
         source_kind = "trace" if kind != "text" or is_trace(text) else "response"
     if source_kind not in SOURCE_KINDS:
@@ -196,17 +234,14 @@ def _check_options(mode: str, extractor: str) -> None:
         )
 
 
-def _recognise(kind: str, data: Any) -> tuple[str, Any]:
+def _recognise(kind: str, data: Any, limits: Limits) -> tuple[str, Any]:
     """``(kind, data)`` with bytes decoded and ``auto`` resolved to a known kind."""
     if isinstance(data, bytes):
-        try:
-            data = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise ContractEvalError("not UTF-8 text", rule="text") from None
+        data = decode_utf8(data, what="the input")
     if kind == "auto":
-        parsed = _json_or_none(data) if isinstance(data, str) else data
+        parsed = _json_or_none(data, limits) if isinstance(data, str) else data
         if parsed is not None:
-            check_json(parsed, what="the input", strings=False)
+            limits.check_json(parsed, what="the input", strings=False)
         kind, data = ("text", data) if parsed is None else (detect_kind(parsed), parsed)
     if kind not in INPUT_KINDS:
         raise ContractEvalError(
@@ -216,7 +251,7 @@ def _recognise(kind: str, data: Any) -> tuple[str, Any]:
     return kind, data
 
 
-def _json_or_none(text: str) -> Any:
+def _json_or_none(text: str, limits: Limits) -> Any:
     """The JSON of ``text`` if it opens like JSON, else None (pasted prose)."""
     stripped = text.strip()
     if stripped[:1] not in ("{", "["):
@@ -224,7 +259,7 @@ def _json_or_none(text: str) -> Any:
     try:
         return json.loads(stripped)
     except RecursionError:
-        raise _too_deep() from None
+        raise _too_deep(limits) from None
     except json.JSONDecodeError as exc:
         # A rendered trace (FORMAT.md §4) opens with a role tag such as "[user] ":
         # that is text, not broken JSON.

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from django import forms
 
-from ..fields import clean_pasted, read_upload
+from ..fields import check_pasted_size, check_upload_size, clean_pasted, read_upload
 from ..models import CONTRACTEVAL, EVALUATORS, ExtractorName, InputKind, RunMode
 from ..services.common import ServiceError, llm_config
-from .workspace import MAX_TRACE_BYTES, NO_LLM_SHORT, _choice_field
+from .workspace import NO_LLM_SHORT, _choice_field
 
 
 class RunForm(forms.Form):
@@ -77,18 +77,17 @@ class RunForm(forms.Form):
         super().clean()
         data = self.cleaned_data
         upload = data.get("file")
+        # sizes before anything is read: the service checks the trace it renders to
         if upload is not None:
-            if upload.size > MAX_TRACE_BYTES:
-                raise forms.ValidationError(
-                    f"the file is {upload.size:,} bytes; the limit is {MAX_TRACE_BYTES:,}"
-                    " bytes (10 MB)"
-                )
+            check_upload_size(upload, name="upload_bytes")
             data["payload"] = read_upload(upload, what=f"the file {upload.name}")
         elif (data.get("text") or "").strip():
+            check_pasted_size(data["text"], name="upload_bytes", what="the pasted text")
             data["payload"] = clean_pasted(data["text"], what="the pasted text")
         else:
             raise forms.ValidationError("upload a file or paste the trace")
         if data.get("output"):
+            check_pasted_size(data["output"], name="trace_bytes", what="the final output")
             data["output"] = clean_pasted(data["output"], what="the final output")
         target = data.get("target") or ""
         pk, _, query = target.partition("|")
@@ -164,3 +163,9 @@ class BatchForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.llm_ready = _llm_ready() if llm_ready is None else llm_ready
         self.fields["evaluator"].widget.llm_ready = self.llm_ready
+
+    def clean_suite(self):
+        upload = self.cleaned_data.get("suite")
+        if upload is not None:  # refused before a byte of it is read
+            check_upload_size(upload, name="suite_archive_bytes")
+        return upload

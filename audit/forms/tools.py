@@ -6,11 +6,13 @@ from typing import Any
 
 from django import forms
 
-from matching.tools import MAX_BYTES
+from ..fields import check_pasted_size, check_upload_size, clean_pasted, read_upload
 
 
 class ToolImportForm(forms.Form):
-    """An OpenAI ``tools`` list, pasted or uploaded (the upload wins)."""
+    """An OpenAI ``tools`` list, pasted or uploaded (the upload wins), held to the same
+    input checks as every upload: its size before it is read, strict UTF-8 and no NUL
+    (the service checks the JSON's depth, ``parameters`` included, and the tool count)."""
 
     tools_json = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 6}), label="Tools JSON"
@@ -21,13 +23,12 @@ class ToolImportForm(forms.Form):
         data = super().clean() or {}
         upload = data.get("tools_file")
         if upload is not None:
-            if upload.size > MAX_BYTES:
-                raise forms.ValidationError(
-                    f"the file is {upload.size} bytes; at most {MAX_BYTES} are accepted"
-                )
-            data["source"] = upload.read()
+            check_upload_size(upload, name="tools_bytes")
+            data["source"] = read_upload(upload, what=f"the file {upload.name}")
         elif data.get("tools_json", "").strip():
-            data["source"] = data["tools_json"]
+            what = "the pasted tools list"
+            check_pasted_size(data["tools_json"], name="tools_bytes", what=what)
+            data["source"] = clean_pasted(data["tools_json"], what=what)
         else:
             raise forms.ValidationError("paste a tools list or choose a file")
         return data

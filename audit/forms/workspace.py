@@ -5,10 +5,16 @@ from __future__ import annotations
 from django import forms
 from django.core.validators import RegexValidator
 
-from ..fields import LimitedJSONField, clean_pasted, read_upload, version_field
+from ..fields import (
+    LimitedJSONField,
+    check_pasted_size,
+    check_upload_size,
+    clean_pasted,
+    read_upload,
+    version_field,
+)
 from ..models import ID_REGEX, Combine, EdgeKind, Node, NodeType
 
-MAX_TRACE_BYTES = 10 * 1024 * 1024
 NO_LLM_SHORT = "no LLM endpoint configured"
 
 
@@ -30,22 +36,19 @@ class ImportForm(forms.Form):
         required=False, widget=forms.Textarea(attrs={"rows": 6}), label="…or paste the JSON"
     )
 
-    MAX_BYTES = 20 * 1024 * 1024
-
     def clean(self):
         super().clean()
         data = self.cleaned_data
         upload = data.get("file")
+        # sizes before anything is read or parsed (the service checks depth and nodes)
         if upload:
-            if upload.size > self.MAX_BYTES:
-                raise forms.ValidationError(
-                    f"the file is {upload.size:,} bytes; the limit is {self.MAX_BYTES:,} bytes"
-                    " (20 MB)"
-                )
+            check_upload_size(upload, name="document_bytes")
             data["source"] = read_upload(upload, what=f"the file {upload.name}")
             data["filename"] = upload.name
         elif data.get("document", "").strip():
-            data["source"] = clean_pasted(data["document"], what="the pasted document")
+            what = "the pasted document"
+            check_pasted_size(data["document"], name="document_bytes", what=what)
+            data["source"] = clean_pasted(data["document"], what=what)
             data["filename"] = None
         else:
             raise forms.ValidationError("choose a file or paste a contract")
@@ -126,7 +129,7 @@ class NodeForm(forms.Form):
     required = forms.BooleanField(required=False, initial=True)
     explicit = forms.BooleanField(required=False)
     combine = forms.ChoiceField(choices=Combine.choices, initial=Combine.ALL)
-    meta = LimitedJSONField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    meta = LimitedJSONField(label="Meta", required=False, widget=forms.Textarea(attrs={"rows": 2}))
     version = version_field()
 
     def __init__(self, *args, contract, node=None, **kwargs):
@@ -239,6 +242,7 @@ class InvariantForm(forms.Form):
         queryset=Node.objects.none(), required=False, help_text="empty: always applies"
     )
     check = LimitedJSONField(
+        label="Check",
         required=False,
         widget=forms.Textarea(attrs={"rows": 2}),
         help_text='e.g. {"forbid_regex": "…", "violation_example": "…"}',
@@ -339,8 +343,6 @@ class NewContractForm(NoVersion, ContractDetailsForm):
         choices=[("heuristic", "Heuristic"), ("llm", "LLM")], initial="heuristic", required=False
     )
 
-    MAX_BYTES = 1024 * 1024  # 1 MiB of UTF-8
-
     field_order = ["title", "key", "domain", "media_type", "text", "file", "propose", "proposer"]
 
     def __init__(self, *args, project, **kwargs):
@@ -359,17 +361,13 @@ class NewContractForm(NoVersion, ContractDetailsForm):
             return None
         if not upload.name.lower().endswith(ARTIFACT_EXTENSIONS):
             raise forms.ValidationError("upload a .md or .txt file")
-        if upload.size > self.MAX_BYTES:
-            raise forms.ValidationError(
-                f"the file is {upload.size:,} bytes; the limit is {self.MAX_BYTES:,} bytes (1 MiB)"
-            )
+        check_upload_size(upload, name="artifact_bytes")
         return read_upload(upload, what="the file")
 
     def clean_text(self):
         # browsers send a textarea's line breaks as CRLF: store what the user pasted
         text = self.cleaned_data.get("text", "").replace("\r\n", "\n")
-        if len(text.encode("utf-8")) > self.MAX_BYTES:
-            raise forms.ValidationError(f"the text is longer than {self.MAX_BYTES:,} bytes (1 MiB)")
+        check_pasted_size(text, name="artifact_bytes", what="the text")
         return text
 
     def clean(self):

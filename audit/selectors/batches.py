@@ -21,6 +21,7 @@ from matching.extractors import reextract
 from matching.model import FAMILIES, Case
 
 from ..models import Batch, BatchChunk, ExtractorName
+from .runs import page_payload
 
 if TYPE_CHECKING:
     from matching.suite import CaseResult
@@ -138,4 +139,5 @@ def batch_case_view(batch: Batch, case_id: str) -> CaseView:
         evaluation = evaluate_detailed(expected, observed, mode=batch.mode)
     except (ContractEvalError, ValueError) as exc:
         return CaseView(case, result, None, error=str(exc), note=note)
-    return CaseView(case, result, overlay_payload(evaluation, observed), note=note)
+    payload = page_payload(overlay_payload(evaluation, observed), trace_in_page=False)
+    return CaseView(case, result, payload, note=note)

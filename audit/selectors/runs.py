@@ -118,6 +118,42 @@ def _inbox_choices(project: Project) -> dict[str, list[str]]:
     }
 
 
+# What a run's page carries of each observed step beside the trace itself: the step's
+# text is in the trace (its evidence span), so the label and description repeat it, and a
+# trace of a thousand steps would carry its text twice more without this cut.
+STEP_TEXT_SHOWN = 160
+# Failures listed in the page's text view (the overlay lists every one, the report
+# download has them all): an extra action per step of a long trace is a long list.
+FAILURES_LISTED = 100
+
+
+def _cut(text: Any, limit: int = STEP_TEXT_SHOWN) -> Any:
+    if not isinstance(text, str) or len(text) <= limit:
+        return text
+    return text[: limit - 1].rstrip() + "\u2026"
+
+
+def page_payload(overlay: Mapping[str, Any], trace_in_page: bool) -> dict[str, Any]:
+    """The overlay as the run's page embeds it for the viewer: each step's label and
+    description cut to :data:`STEP_TEXT_SHOWN` characters and, with ``trace_in_page``,
+    without the trace text, which the viewer reads from the page's own ``<pre>``
+    (``data-trace-text``) so that the page carries the trace once.
+
+    The text stays in the payload when the HTML parser would not give it back as it
+    is: a carriage return becomes a line feed, a leading line feed of a ``<pre>`` is
+    dropped, and either would shift every span after it.
+    """
+    trace = dict(overlay.get("trace") or {})
+    text = trace.get("text") or ""
+    if trace_in_page and "\r" not in text and not text.startswith("\n"):
+        trace["text"] = None
+    observed = [
+        {**o, "label": _cut(o.get("label")), "description": _cut(o.get("description"))}
+        for o in overlay.get("observed", [])
+    ]
+    return {**overlay, "trace": trace, "observed": observed}
+
+
 def trace_segments(text: str, nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The trace cut at every observed span boundary: ``[{text, ids, status}]``."""
     marks: list[tuple[int, int, str, str]] = []

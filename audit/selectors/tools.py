@@ -44,7 +44,7 @@ def _bound_names(meta: Any) -> list[str]:
 
 
 def tool_rows(contract: Contract, nodes: list[Node]) -> list[ToolRow]:
-    tools = parse_tools(contract.tool_catalogue or [])
+    tools = parse_tools(contract.tool_catalogue or [], limits=None)
     return [ToolRow(t, [n.node_id for n in nodes if t.name in _bound_names(n.meta)]) for t in tools]
 
 
@@ -52,7 +52,7 @@ def tool_suggestions(
     contract: Contract, nodes: list[Node], *, semantic: bool = True
 ) -> list[SuggestionRow]:
     """A suggested tool for each unbound, unrejected action or validation node."""
-    tools = parse_tools(contract.tool_catalogue or [])
+    tools = parse_tools(contract.tool_catalogue or [], limits=None)
     open_nodes = [
         n
         for n in nodes

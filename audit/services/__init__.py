@@ -29,7 +29,7 @@ if TYPE_CHECKING:
         judge_of,
     )
     from .comments import comment_create, comment_set_resolved
-    from .common import LLMRetry, ServiceError, llm_config
+    from .common import LLMRetry, ServiceError, input_limits, llm_config
     from .contracts import (
         CONTRACT_DETAILS,
         contract_create,
@@ -112,6 +112,7 @@ _LAZY = {
     "enactment_delete": "teaching",
     "fixture_suite_dir": "batches",
     "input_hash": "runs",
+    "input_limits": "common",
     "invariant_create": "invariants",
     "invariant_delete": "invariants",
     "invariant_update": "invariants",
@@ -176,6 +177,7 @@ __all__ = [
     "enactment_delete",
     "fixture_suite_dir",
     "input_hash",
+    "input_limits",
     "invariant_create",
     "invariant_delete",
     "invariant_update",

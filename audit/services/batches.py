@@ -45,7 +45,14 @@ from ..models import (
 )
 from ..permissions import BATCH, authorize
 from .chunks import case_results, chunk_execute, chunk_rows
-from .common import ServiceError, actor, add_usage, llm_config, require_semantic_model
+from .common import (
+    ServiceError,
+    actor,
+    add_usage,
+    input_limits,
+    llm_config,
+    require_semantic_model,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -66,14 +73,15 @@ def fixture_suite_dir() -> Path:
 def unpack_suite(archive: bytes, dest: Path) -> Path:
     """:func:`matching.suite_archive.extract_suite_zip` with this site's size limits."""
     try:
-        return extract_suite_zip(
-            archive,
-            dest,
-            max_bytes=settings.SUITE_UPLOAD_MAX_BYTES,
-            max_unpacked=settings.SUITE_UNPACKED_MAX_BYTES,
-        )
+        return extract_suite_zip(archive, dest, limits=input_limits())
     except SuiteArchiveError as exc:
-        raise ServiceError(str(exc)) from None
+        raise _archive_error(exc) from None
+
+
+def _archive_error(exc: SuiteArchiveError) -> ServiceError:
+    error = ServiceError(str(exc))
+    error.status = exc.status
+    return error
 
 
 def _read_suite(folder: Path) -> tuple[dict[str, Any], list[list[Any]]]:
@@ -87,9 +95,11 @@ def _read_suite(folder: Path) -> tuple[dict[str, Any], list[list[Any]]]:
     if not cdir.is_dir() or not cases_file.is_file():
         raise ServiceError(f"not a suite folder: {cdir.name}/ or {cases_file.name} is missing")
     contracts: dict[str, Any] = {}
+    limits = input_limits()
     try:
         for f in sorted(cdir.glob("*.json")):
             c = load_contract(f, file=f.name)
+            limits.check_count("contract_nodes", len(c.nodes), what=f.name, unit="nodes")
             if c.id in contracts:
                 raise ServiceError(f"{f.name}: duplicate contract id {c.id!r}")
             contracts[c.id] = json.loads(f.read_bytes())
@@ -97,6 +107,13 @@ def _read_suite(folder: Path) -> tuple[dict[str, Any], list[list[Any]]]:
         raise ServiceError(str(exc)) from exc
     lines: list[list[Any]] = []
     for lineno, raw in enumerate(cases_file.read_bytes().splitlines(), 1):
+        if len(raw) > limits.upload_bytes:  # a case is one run's input
+            why = (
+                f"cases.jsonl:{lineno}: the case is {len(raw):,} bytes; the limit is"
+                f" {limits.upload_bytes:,} (INPUT_LIMITS upload_bytes)"
+            )
+            lines.append([lineno, None, why])
+            continue
         try:
             text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
         except UnicodeDecodeError as exc:
@@ -174,13 +191,9 @@ def batch_create(
         source, label, digest = BatchSource.FIXTURES, f"fixtures/{folder.name}", ""
     else:
         try:
-            check_suite_zip(
-                archive,
-                max_bytes=settings.SUITE_UPLOAD_MAX_BYTES,
-                max_unpacked=settings.SUITE_UNPACKED_MAX_BYTES,
-            )
+            check_suite_zip(archive, limits=input_limits())
         except SuiteArchiveError as exc:
-            raise ServiceError(str(exc)) from None
+            raise _archive_error(exc) from None
         source, label = BatchSource.UPLOAD, (name or "uploaded suite")[:300]
         digest = hashlib.sha256(archive).hexdigest()
     with transaction.atomic():

@@ -31,7 +31,7 @@ from matching.llm.judge import judge_suite
 from matching.suite import CaseResult, Suite, run_suite
 
 from ..models import Batch, BatchChunk, ExtractorName, RunStatus
-from .common import LLMRetry, ServiceError, add_usage, llm_config
+from .common import LLMRetry, ServiceError, add_usage, input_limits, llm_config
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +98,7 @@ def _contract(batch: Batch, key: str):
 def chunk_suite(batch: Batch, chunk: BatchChunk) -> Suite:
     """The chunk's cases as a :class:`Suite`; unreadable lines are its ``errors``."""
     suite = Suite({}, [])
+    limits = input_limits()
     for lineno, text, error in chunk_lines(chunk):
         where = f"cases.jsonl:{lineno}"
         if text is None:
@@ -105,6 +106,11 @@ def chunk_suite(batch: Batch, chunk: BatchChunk) -> Suite:
             continue
         try:
             case = read_case(text, file=where)
+            # a case's page draws its trace as a run's page does: the same limits
+            limits.check_trace(case.observed.text, case.observed.output)
+            limits.check_count(
+                "trace_events", len(case.observed.nodes), what="the case", unit="nodes"
+            )
             if case.contract not in batch.contracts:
                 raise ContractEvalError(
                     f"unknown contract {case.contract!r}",

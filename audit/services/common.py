@@ -7,9 +7,12 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from django.conf import settings
 from django.db.models import F, Manager, Max, QuerySet
 from django.utils import timezone
 
+from matching.errors import ContractEvalError
+from matching.input_limits import InputRefused, Limits
 from matching.llm.config import LLMConfig
 
 from ..models import AuditRecord, Contract, ContractStatus
@@ -18,7 +21,30 @@ logger = logging.getLogger(__name__)
 
 
 class ServiceError(Exception):
-    """A change that cannot be made; the message is shown to the user as it is."""
+    """A change that cannot be made; the message is shown to the user as it is.
+
+    ``status`` is the HTTP status of input refused by an input limit (413 past a size,
+    400 for a count or a shape; see :func:`refused`), None for any other refusal.
+    """
+
+    status: int | None = None
+
+
+def refused(exc: ContractEvalError) -> ServiceError:
+    """The engine's refusal of an input as a :class:`ServiceError`, with the HTTP
+    status of an :class:`~matching.input_limits.InputRefused` (a limit's message says
+    everything; the JSON path is added when it points inside the document)."""
+    if not isinstance(exc, InputRefused):
+        return ServiceError(str(exc))
+    where = "" if exc.path == "$" else f" (at {exc.path})"
+    error = ServiceError(f"{exc.message}{where}")
+    error.status = exc.status
+    return error
+
+
+def input_limits() -> Limits:
+    """The limits in force: the engine's defaults with the ``INPUT_LIMITS`` overrides."""
+    return settings.INPUT_LIMITS
 
 
 class LLMRetry(Exception):

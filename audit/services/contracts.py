@@ -11,7 +11,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from matching.errors import ContractEvalError
-from matching.input_limits import InputRefused, check_json, check_text, load_json
+from matching.input_limits import InputRefused, check_text, size_of, text_bytes
 from matching.tools import catalogue_document, parse_tools
 from matching.validate import audit_contract, load_contract
 
@@ -32,7 +32,7 @@ from ..permissions import EDIT, IMPORT, REVIEW, authorize
 from ..selectors.contracts import contract_document
 from ..selectors.documents import TOOLS_KEY
 from .adjudication import after_audited, before_audited
-from .common import ServiceError, record
+from .common import ServiceError, input_limits, record, refused
 from .concurrency import check_version, locked_contract, retry_on_lock
 from .proposals import PROPOSERS, contract_request_proposals
 
@@ -105,9 +105,11 @@ def _take_catalogue(doc: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[Any
         return doc, []
     meta = dict(nodes[i]["meta"])
     try:
-        tools = parse_tools(meta.pop(TOOLS_KEY))
+        tools = parse_tools(meta.pop(TOOLS_KEY), limits=input_limits())
     except ContractEvalError as exc:
-        raise ServiceError(f"node {nodes[i]['id']}: meta.tools: {exc.message}") from exc
+        error = ServiceError(f"node {nodes[i]['id']}: meta.tools: {exc.message}")
+        error.status = getattr(exc, "status", None)
+        raise error from exc
     nodes[i] = {**nodes[i], "meta": meta}
     return {**doc, "nodes": nodes}, catalogue_document(tools)
 
@@ -182,7 +184,18 @@ def _store_invariants(
     ]
 
 
-IMPORT_MAX_BYTES = 20 * 1024 * 1024
+def _document_within_limits(source: str | bytes | Mapping[str, Any]) -> Any:
+    """The parsed document, within the size, depth and node limits (before its audit)."""
+    limits = input_limits()
+    if isinstance(source, str | bytes):
+        doc = limits.load_json(source, what="the document", name="document_bytes")
+    else:
+        limits.check_bytes("document_bytes", size_of(source), what="the document")
+        doc = limits.check_json(source, what="the document")
+    nodes = doc.get("nodes") if isinstance(doc, Mapping) else None
+    if isinstance(nodes, list):
+        limits.check_count("contract_nodes", len(nodes), what="the document", unit="nodes")
+    return doc
 
 
 def contract_import(
@@ -194,13 +207,9 @@ def contract_import(
     """
     authorize(user, project.pk, IMPORT)
     try:
-        if isinstance(source, str | bytes):
-            source = load_json(source, what="the document", max_bytes=IMPORT_MAX_BYTES)
-        else:
-            check_json(source, what="the document")
-        parsed = load_contract(source, file=file)
+        parsed = load_contract(_document_within_limits(source), file=file)
     except ContractEvalError as exc:
-        raise ServiceError(str(exc)) from exc
+        raise refused(exc) from exc
     doc = parsed.to_dict()
     with transaction.atomic():
         latest = (
@@ -247,6 +256,7 @@ def contract_create(
     if not text.strip():
         raise ServiceError("the artifact text is empty")
     try:
+        input_limits().check_bytes("artifact_bytes", text_bytes(text), what="the artifact text")
         for what, value in (
             ("the artifact text", text),
             ("the title", title),
@@ -254,7 +264,7 @@ def contract_create(
         ):
             check_text(value, what=what)
     except InputRefused as exc:
-        raise ServiceError(exc.message) from exc
+        raise refused(exc) from exc
     with transaction.atomic():
         if Contract.objects.filter(project=project, key=key).exists():
             raise ServiceError(f"a contract {key!r} exists already in this project")

@@ -27,7 +27,6 @@ from matching.evaluate import evaluate_detailed
 from matching.extractors import reextract
 from matching.formats import Contract as ContractDoc
 from matching.formats import observed_from_data
-from matching.input_limits import check_json
 from matching.llm.client import LLMClient, LLMError
 from matching.llm.config import LLMConfig
 from matching.llm.extractor import LLMExtractor
@@ -60,7 +59,9 @@ from .common import (
     ServiceError,
     actor,
     add_usage,
+    input_limits,
     llm_config,
+    refused,
     require_semantic_model,
 )
 
@@ -194,12 +195,15 @@ def run_create(
 def _prepared(contract: Contract, query_key: str, **options: Any) -> PreparedInput:
     """The input parsed and checked against ``contract`` and its query (conditioned), or
     a :class:`ServiceError` naming what is wrong."""
+    limits = input_limits()
     try:
-        prepared = prepare_input(contract_key=contract.key, query_key=query_key, **options)
-        check_json(prepared.observed, what="the input")  # NUL, unpaired surrogates
+        prepared = prepare_input(
+            contract_key=contract.key, query_key=query_key, limits=limits, **options
+        )
+        limits.check_json(prepared.observed, what="the input")  # NUL, unpaired surrogates
         condition(_document_and_contract(contract)[1], query_key)
     except ContractEvalError as exc:
-        raise ServiceError(str(exc)) from exc
+        raise refused(exc) from exc
     return prepared
 
 
@@ -287,6 +291,10 @@ def _evaluate(run: Run) -> tuple[dict[str, Any], dict[str, Any] | None, list[str
             elif run.extractor != ExtractorName.NONE:
                 observed = reextract(observed, run.extractor)
         caught = [str(w.message) for w in seen]
+        # the steps an extractor finds are what the run's page draws, one by one
+        input_limits().check_count(
+            "trace_events", len(observed.nodes), what="the trace", unit="steps (extracted)"
+        )
         if run.judge_invariants:
             caught.extend(_judge_unchecked(run, expected, observed, client))
     finally:

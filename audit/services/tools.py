@@ -12,11 +12,12 @@ from typing import Any
 
 from django.db import transaction
 
+from matching.input_limits import InputRefused
 from matching.tools import BINDABLE_TYPES, Tool, catalogue_document, parse_tools
 
 from ..models import Contract, Node, NodeType, ReviewStatus
 from ..permissions import EDIT, authorize
-from .common import ServiceError, editable, record, touch
+from .common import ServiceError, editable, input_limits, record, refused, touch
 from .nodes import node_create, node_update
 
 
@@ -24,15 +25,18 @@ def catalogue_tools(contract: Contract) -> list[Tool]:
     """The contract's stored catalogue as :class:`~matching.tools.Tool` records (read
     afresh: the caller's instance may predate an import)."""
     stored = Contract.objects.values_list("tool_catalogue", flat=True).get(pk=contract.pk)
-    return parse_tools(stored or [])
+    return parse_tools(stored or [], limits=None)  # accepted when it was imported
 
 
 def tool_catalogue_import(*, contract: Contract, user, source: Any) -> list[Tool]:
-    """Replace the catalogue with an OpenAI ``tools`` list; bad input stores nothing."""
+    """Replace the catalogue with an OpenAI ``tools`` list (within the input limits);
+    bad input stores nothing."""
     authorize(user, contract.project_id, EDIT)
     editable(contract)
     try:
-        tools = parse_tools(source)
+        tools = parse_tools(source, limits=input_limits())
+    except InputRefused as exc:
+        raise refused(exc) from exc
     except ValueError as exc:
         raise ServiceError(getattr(exc, "message", str(exc))) from exc
     with transaction.atomic():

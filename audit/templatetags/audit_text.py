@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 from django import template
 from django.utils import timezone
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
 register = template.Library()
@@ -25,3 +26,13 @@ def ago(value: datetime | None) -> str:
 def get_item(mapping: dict, key: str):
     """``mapping[key]`` in a template (None when absent)."""
     return mapping.get(key) if hasattr(mapping, "get") else None
+
+
+@register.filter
+def text_content(value: str) -> SafeString:
+    """``value`` escaped for the content of an element (never an attribute): only
+    ``&``, ``<`` and ``>``. A trace is mostly JSON, and the quotes that ``escape``
+    turns into six characters each would make its page several times its size."""
+    # str.replace, not str.translate: thirty times faster on a trace of half a megabyte
+    text = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return mark_safe(text)  # & < > escaped above: nothing in it can open a tag

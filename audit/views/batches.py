@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from .. import services
+from ..fields import form_status
 from ..forms import BatchForm
 from ..permissions import BATCH, RUN, batch_for, has_role, project_for
 from ..selectors import batches as batch_reads
@@ -44,34 +45,25 @@ def batch_list(request, slug):
 def batch_create(request, slug):
     project, membership = project_for(request.user, slug, BATCH)
     form = BatchForm(request.POST, request.FILES)
-    error = ""
+    error, status = "", form_status(form)
     if form.is_valid():
-        upload = form.cleaned_data.get("suite")
-        archive = None
-        if upload is not None:
-            from django.conf import settings
-
-            if upload.size > settings.SUITE_UPLOAD_MAX_BYTES:
-                error = f"the archive is larger than {settings.SUITE_UPLOAD_MAX_BYTES:,} bytes"
-            else:
-                archive = upload.read()
-        if not error:
-            try:
-                batch = services.batch_create(
-                    project=project,
-                    user=request.user,
-                    mode=form.cleaned_data["mode"],
-                    extractor=form.cleaned_data["extractor"],
-                    archive=archive,
-                    name=upload.name if upload is not None else "",
-                    judge=services.judge_of(form.cleaned_data["evaluator"]),
-                )
-            except services.ServiceError as exc:
-                error = str(exc)
-            else:
-                return redirect("audit:batch_detail", pk=batch.pk)
+        upload = form.cleaned_data.get("suite")  # within the archive limit (the form)
+        try:
+            batch = services.batch_create(
+                project=project,
+                user=request.user,
+                mode=form.cleaned_data["mode"],
+                extractor=form.cleaned_data["extractor"],
+                archive=upload.read() if upload is not None else None,
+                name=upload.name if upload is not None else "",
+                judge=services.judge_of(form.cleaned_data["evaluator"]),
+            )
+        except services.ServiceError as exc:
+            error, status = str(exc), exc.status or status
+        else:
+            return redirect("audit:batch_detail", pk=batch.pk)
     ctx = _batches_context(project, membership, form=form, error=error)
-    return render(request, "audit/batches.html", ctx, status=400)
+    return render(request, "audit/batches.html", ctx, status=status)
 
 
 def _batch_context(batch, membership):

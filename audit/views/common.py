@@ -56,6 +56,9 @@ def poll(request: HtmxHttpRequest, obj: Any, detail: str, partial: str, ctx: dic
     return render(request, partial, ctx)
 
 
+OFFSET_MAX = 2**62  # well inside the signed 64-bit integers of SQLite and PostgreSQL
+
+
 class LimitFirstPage:
     """One page of a list read as ``LIMIT size + 1 OFFSET …``, never ``COUNT(*)``.
 
@@ -70,7 +73,9 @@ class LimitFirstPage:
         except (TypeError, ValueError):
             self.number = 1
         start = (self.number - 1) * size
-        rows = list(qs[start : start + size + 1])
+        # an offset past what a database integer holds is past every row (an empty page),
+        # not a query the database refuses
+        rows = list(qs[start : start + size + 1]) if start < OFFSET_MAX else []
         self.object_list = rows[:size]
         self.has_next = len(rows) > size
         self.has_previous = self.number > 1

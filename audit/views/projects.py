@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from .. import services
+from ..fields import form_status
 from ..forms import ImportForm, NewContractForm, ReviewThresholdsForm
 from ..permissions import IMPORT, THRESHOLDS, VIEW, can_create, has_role, project_for
 from ..selectors import assessments as assessment_reads
@@ -106,10 +107,12 @@ def contract_new(request, slug):
                 )
             except services.ServiceError as exc:
                 form.add_error(None, str(exc))
+                status = exc.status or 400
             else:
                 messages.success(request, f"Started {contract.key} v1.{_proposal_note(contract)}")
                 return redirect("audit:workspace", pk=contract.pk)
-        status = 400
+        else:
+            status = form_status(form)
     elif request.method == "GET":
         form = NewContractForm(project=project)
     else:
@@ -135,7 +138,7 @@ def _proposal_note(contract) -> str:
 def contract_import(request, slug):
     project, membership = project_for(request.user, slug, IMPORT)
     form = ImportForm(request.POST, request.FILES)
-    error = ""
+    error, status = "", form_status(form)
     if form.is_valid():
         try:
             contract = services.contract_import(
@@ -145,9 +148,9 @@ def contract_import(request, slug):
                 file=form.cleaned_data["filename"],
             )
         except services.ServiceError as exc:
-            error = str(exc)
+            error, status = str(exc), exc.status or status
         else:
             messages.success(request, f"Imported {contract.key} v{contract.version}.")
             return redirect("audit:workspace", pk=contract.pk)
     ctx = _detail_context(project, membership, import_form=form, import_error=error)
-    return render(request, "audit/project_detail.html", ctx, status=400)
+    return render(request, "audit/project_detail.html", ctx, status=status)

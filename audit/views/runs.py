@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from .. import services
+from ..fields import form_status
 from ..filters import RunListFilter, filter_values
 from ..forms import RunForm, VerdictForm
 from ..models import METRIC_FIELDS, Assessment, RunStatus
@@ -93,7 +94,7 @@ def run_create(request, slug):
     project, membership = project_for(request.user, slug, RUN)
     contracts = run_reads.runnable_contracts(project)
     form = RunForm(request.POST, request.FILES, contracts=contracts)
-    error = ""
+    error, status = "", form_status(form)
     if form.is_valid():
         d = form.cleaned_data
         contract = next((c for c in contracts if c.pk == d["contract_pk"]), None)
@@ -116,7 +117,7 @@ def run_create(request, slug):
                     output=d.get("output") or "",
                 )
             except services.ServiceError as exc:
-                error = str(exc)
+                error, status = str(exc), exc.status or status
             else:
                 if not created:
                     messages.info(
@@ -124,7 +125,7 @@ def run_create(request, slug):
                     )
                 return redirect("audit:run_detail", pk=run.pk)
     ctx = _runs_context(project, membership, request, form=form, error=error)
-    return render(request, "audit/runs.html", ctx, status=400)
+    return render(request, "audit/runs.html", ctx, status=status)
 
 
 def _run_context(run, membership, verdict_form=None, verdict_error=""):
@@ -144,15 +145,17 @@ def _run_context(run, membership, verdict_form=None, verdict_error=""):
         )
         for m in METRIC_FIELDS
     ]
+    failures = _failure_rows(report)
     return {
         "project": run.project,
         "membership": membership,
         "run": run,
         "stale": run_is_stale(run),
         "report": report,
-        "failures": _failure_rows(report),
+        "failures": failures[: run_reads.FAILURES_LISTED],
+        "failures_more": max(0, len(failures) - run_reads.FAILURES_LISTED),
         "metrics": metrics,
-        "payload": overlay,
+        "payload": None if overlay is None else run_reads.page_payload(overlay, trace_in_page=True),
         "segments": run_reads.trace_segments(trace_text, observed_nodes),
         "observed_nodes": observed_nodes,
         "verdicts": list(run.verdicts.select_related("reviewer")),

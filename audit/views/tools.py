@@ -2,12 +2,13 @@
 ``meta.tool`` bindings, declare read-only tools as permitted lookups.
 
 Access check -> form -> one service call -> render. Called by htmx, a change answers
-with the page's ``panel`` partial; without JavaScript it redirects back to the page.
+with the page's ``panel`` partial (a refusal with 422, the status htmx swaps in place);
+without JavaScript it redirects back to the page, or shows the page with the refusal:
+413 past a size limit, 400 otherwise.
 """
 
 from __future__ import annotations
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -15,6 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from .. import services
+from ..fields import form_status
 from ..forms.tools import ReadOnlyToolsForm, ToolBindForm, ToolImportForm, first_error
 from ..models import Node
 from ..permissions import EDIT, VIEW, contract_for, has_role
@@ -36,13 +38,13 @@ def _context(contract, membership, *, error: str = "", form=None) -> dict:
     }
 
 
-def _done(request, contract, membership, *, error: str = "", form=None):
-    if not request.htmx:
-        if error:
-            messages.error(request, error)
+def _done(request, contract, membership, *, error: str = "", form=None, status: int = 400):
+    if not request.htmx and not error:
         return redirect(reverse("audit:tools", args=[contract.pk]))
     contract.refresh_from_db()  # the service wrote through its own locked copy
     ctx = _context(contract, membership, error=error, form=form)
+    if not request.htmx:
+        return render(request, "audit/tools.html", ctx, status=status)
     return render(request, "audit/tools.html#panel", ctx, status=422 if error else 200)
 
 
@@ -62,13 +64,15 @@ def tools_import(request, pk):
     contract, membership = contract_for(request.user, pk, EDIT)
     form = ToolImportForm(request.POST, request.FILES)
     if not form.is_valid():
-        return _done(request, contract, membership, error=first_error(form), form=form)
+        error, status = first_error(form), form_status(form)
+        return _done(request, contract, membership, error=error, form=form, status=status)
     try:
         services.tool_catalogue_import(
             contract=contract, user=request.user, source=form.cleaned_data["source"]
         )
     except services.ServiceError as exc:
-        return _done(request, contract, membership, error=str(exc), form=form)
+        status = exc.status or 400
+        return _done(request, contract, membership, error=str(exc), form=form, status=status)
     return _done(request, contract, membership)
 
 

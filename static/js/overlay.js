@@ -10,7 +10,9 @@
  *   view.destroy();
  *
  * Or declaratively (no inline script): <div data-contracteval-overlay="payload-script-id">,
- * where the id names a <script type="application/json"> (Django's json_script).
+ * where the id names a <script type="application/json"> (Django's json_script). With
+ * data-trace-text="pre-id", a payload whose trace.text is null takes the text of that
+ * element (the run page's <pre>), so that the page carries a long trace once.
  *
  * Pairing in the graph: with data-teach="<id>" naming the run page's correction box (its
  * pair form and unpair forms), a "Pair steps" button draws the observed steps under the
@@ -1395,7 +1397,12 @@
       if (!src) continue;
       const teachId = el.getAttribute("data-teach");
       const teach = teachId ? readTeach(document.getElementById(teachId)) : null;
-      out.push(mount(el, JSON.parse(src.textContent), teach ? { teach } : undefined));
+      const payload = JSON.parse(src.textContent);
+      // The page carries a long trace once: in its <pre>, whose text the payload left out.
+      const traceId = el.getAttribute("data-trace-text");
+      const pre = traceId ? document.getElementById(traceId) : null;
+      if (pre && payload.trace && payload.trace.text == null) payload.trace.text = pre.textContent;
+      out.push(mount(el, payload, teach ? { teach } : undefined));
     }
     return out;
   }

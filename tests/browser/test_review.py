@@ -144,6 +144,10 @@ def test_a_reviewer_uploads_a_trace_reads_the_overlay_and_records_a_verdict(
     drawn = int(page.get_attribute("#overlay", "data-rendered-nodes"))
     assert drawn == len(run.overlay["nodes"]) > 5
     assert page.locator("[data-testid=trace] mark").count() >= 1  # evidence highlighted
+    # the page carries the trace once, in its text view; the overlay reads it from there
+    assert "\n" in run.overlay["trace"]["text"] and '"text": null' in page.content()
+    shown = page.evaluate("() => ContractEvalOverlay.views[0].p.trace.text")
+    assert shown == run.overlay["trace"]["text"]
     # the overlay's columns fit inside its frame (the head's metrics used to push them out)
     assert page.evaluate(
         "() => { const o = document.getElementById('overlay');"

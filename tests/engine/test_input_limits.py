@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 
 from matching.errors import ContractEvalError
 from matching.formats import load_json
-from matching.input_limits import InputRefused, check_json, check_text, decode_utf8
+from matching.input_limits import InputRefused, Limits, check_json, check_text, decode_utf8
 from matching.input_limits import load_json as load_limited
 from matching.suite import load_suite
 
@@ -82,3 +83,59 @@ def test_a_suite_line_that_is_not_utf8_or_too_deep_is_a_case_error(tmp_path):
     errors = [e["error"] for e in loaded.errors]
     assert "not UTF-8 text (byte 0)" in errors[0] and "cases.jsonl:2" in errors[0]
     assert "nested deeper than 64 levels" in errors[1]
+
+
+# ---------------------------------------------------------------- the table of limits
+
+
+def test_limits_are_read_from_one_spec_and_refuse_unknown_names_or_values():
+    limits = Limits.parse("trace_bytes=1MiB, trace_events=2_000 suite_archive_bytes=50MiB")
+    assert (limits.trace_bytes, limits.trace_events) == (1024 * 1024, 2000)
+    assert limits.suite_archive_bytes == 50 * 1024 * 1024
+    assert limits.json_depth == Limits().json_depth  # the rest keep their defaults
+    for spec, message in [
+        ("trace_byte=1", "unknown limit 'trace_byte'"),
+        ("trace_bytes=", "expected trace_bytes=<whole number>"),
+        ("trace_bytes=1.5MiB", "expected trace_bytes=<whole number>"),
+        ("trace_bytes=0", "at least 1"),
+        ("json_depth=900", "at most 500"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            Limits.parse(spec)
+
+
+def test_the_request_limits_follow_the_largest_upload():
+    limits = Limits(upload_bytes=8 * 1024 * 1024, suite_archive_bytes=1024)
+    assert limits.request_bytes == 8 * 1024 * 1024 + 64 * 1024
+    assert limits.body_bytes == limits.request_bytes
+
+
+def test_a_trace_is_refused_by_size_before_its_events_are_counted():
+    limits = Limits(trace_bytes=100, trace_events=1)
+    with pytest.raises(InputRefused) as caught:
+        limits.check_trace("[user] hi\n" * 50)
+    assert caught.value.status == 413 and "the trace is 500 bytes" in caught.value.message
+    with pytest.raises(InputRefused, match="the trace with its final output is 210 bytes"):
+        limits.check_trace("[user] hi\n", "x" * 200)
+    limits.check_trace("[user] hi\n", "fine")
+
+
+def test_an_upload_is_refused_past_its_limits_before_it_is_parsed():
+    from matching.uploads import prepare_input
+
+    limits = Limits(upload_bytes=1000, trace_bytes=500)
+    with pytest.raises(InputRefused, match=r"the input is 1,001 bytes; the limit is 1,000"):
+        prepare_input(kind="auto", data="{" * 1001, contract_key="c", query_key="q", limits=limits)
+    observed = {
+        "format": "contracteval.observed/v1",
+        "source": {"kind": "trace", "text": "[user] hi\n"},
+        "nodes": [{"id": f"o{i}"} for i in range(3)],
+    }
+    with pytest.raises(InputRefused, match="the observed document has 3 nodes; the limit is 2"):
+        prepare_input(
+            kind="auto",
+            data=observed,
+            contract_key="c",
+            query_key="q",
+            limits=Limits(trace_events=2),
+        )

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
+from matching.input_limits import InputRefused, Limits
 from matching.tools import (
-    MAX_BYTES,
     NodeText,
     Tool,
     ToolCatalogueError,
@@ -79,10 +79,29 @@ def test_rejects_bad_tools_lists_naming_the_problem(source, message):
     assert message in err.value.message
 
 
-def test_rejects_a_list_over_one_megabyte():
-    big = json.dumps([{"name": "a", "description": "x" * MAX_BYTES}])
-    with pytest.raises(ToolCatalogueError, match="at most 1000000"):
-        parse_tools(big)
+TOOLS_BYTES = Limits().tools_bytes
+
+
+def test_refuses_a_list_over_the_size_limit_before_parsing_it():
+    big = json.dumps([{"name": "a", "description": "x" * TOOLS_BYTES}])
+    with pytest.raises(InputRefused, match=r"the limit is 524,288 \(INPUT_LIMITS tools_bytes\)"):
+        parse_tools(big + "not even JSON")
+    assert parse_tools(big, limits=None)[0].name == "a"  # a stored catalogue is read as is
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested deeper than 64 levels"),
+        ('[{"name": "a", "parameters": ' + '{"a": ' * 200 + "1" + "}" * 201 + "]", "deeper"),
+        ('[{"name": "a\\u0000"}]', "NUL character"),
+        (b'[{"name": "caf\xe9"}]', "not UTF-8 text"),
+        (json.dumps([{"name": f"t{i}"} for i in range(129)]), "has 129 tools; the limit is 128"),
+    ],
+)
+def test_refuses_lists_past_the_input_limits_naming_the_limit(source, message):
+    with pytest.raises(InputRefused, match=message):
+        parse_tools(source)
 
 
 def test_suggests_the_best_tool_for_actions_and_validations_only():
@@ -122,9 +141,9 @@ def test_an_encoder_blends_the_cosine_with_the_token_score():
     assert [(s.tool, s.score) for s in got] == [("transfer_funds", 0.75)]
 
 
-def test_rejects_a_parsed_list_over_one_megabyte():
-    with pytest.raises(ToolCatalogueError, match="at most 1000000"):
-        parse_tools([{"name": "a", "description": "x" * MAX_BYTES}])
+def test_refuses_a_parsed_list_over_the_size_limit():
+    with pytest.raises(InputRefused, match="INPUT_LIMITS tools_bytes"):
+        parse_tools([{"name": "a", "description": "x" * TOOLS_BYTES}])
 
 
 class _LeaningEncoder:

@@ -74,3 +74,24 @@ def test_extract_reads_json_sources_through_the_importers(capsys: pytest.Capture
     args = ["extract", "--source", str(SAMPLES / "tau_results.json"), "--select", "task_id=4"]
     assert main(args) == 0
     assert "#W9034" in json.loads(capsys.readouterr().out)["source"]["text"]
+
+
+def test_import_holds_a_file_to_the_engine_default_limits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    out = str(tmp_path / "o.json")
+    big = tmp_path / "big.txt"
+    big.write_text("[user] refund please\n" * 250_000)  # 5.25 MB: over upload_bytes
+    assert main(["import", str(big), "--out", out]) == 1
+    err = capsys.readouterr().err
+    assert "big.txt" in err and "is 5,250,000 bytes; the limit is 4,194,304" in err
+    assert "(INPUT_LIMITS upload_bytes)" in err
+    long = tmp_path / "long.txt"
+    long.write_text("[user] refund please\n" * 30_000)  # 630 kB: read, then over trace_bytes
+    assert main(["import", str(long), "--out", out]) == 1
+    assert "the limit is 524,288 (INPUT_LIMITS trace_bytes)" in capsys.readouterr().err
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100 + "]" * 100)
+    assert main(["import", str(deep), "--out", out]) == 1
+    assert "nested deeper than 64 levels" in capsys.readouterr().err
+    assert not Path(out).exists()

@@ -1,10 +1,12 @@
-"""What the sweep tests share: one project with an object of every kind, and every URL.
+"""What the sweep tests share: one project with an object of every kind, every URL, and
+the inputs at and past the input limits.
 
 ``world`` builds, in the project ``tests`` of the shared fixtures, an audited contract
 with a finished run and a verdict, a draft next version (with a node, span, edge,
 invariant and query to edit) and a batch. ``routes`` walks the URL resolver, so a new
 URL pattern is swept without anyone listing it here: a pattern whose parameters this
-module cannot fill fails the walk instead of being skipped.
+module cannot fill fails the walk instead of being skipped. ``trace_of`` and
+``HOSTILE_TOOLS`` are the traces and tool lists the bad-input sweep sends.
 """
 
 from __future__ import annotations
@@ -172,3 +174,47 @@ def row_counts() -> dict[str, int]:
     from django.apps import apps
 
     return {m.__name__: m.objects.count() for m in apps.get_app_config("audit").get_models()}
+
+
+# ---------------------------------------------------------------- inputs at and past the limits
+
+MIB = 1024 * 1024
+# A tools list nested past the depth limit, as an array and inside one tool's
+# parameters (a JSON schema a few hundred kilobytes deep), each well under the size limit.
+DEEP_ARRAY = "[" * 100_000 + "]" * 100_000
+DEEP_PARAMETERS = (
+    '[{"name": "lookup", "parameters": '
+    + '{"type": "object", "properties": {"a": ' * 5_000
+    + '{"type": "string"}'
+    + "}}" * 5_000
+    + "}]"
+)
+HOSTILE_TOOLS = {
+    "deep array": (DEEP_ARRAY, "nested deeper than 64 levels"),
+    "deep parameters": (DEEP_PARAMETERS, "nested deeper than 64 levels"),
+    "a NUL character": ('[{"name": "lookup", "description": "a\\u0000b"}]', "NUL character"),
+}
+
+
+def trace_of(size: int, events: int, *, step: str = "tool") -> str:
+    """A pasted trace of exactly ``size`` bytes in ``events`` events, tool calls with
+    JSON arguments and agent sentences in turn (each one step for the heuristic
+    extractor), padded as a real trace is: with the calls' arguments.
+
+    >>> text = trace_of(10_000, 20)
+    >>> len(text.encode()), text.count("\\n[")
+    (10000, 19)
+    """
+    per = size // events
+    out = []
+    for i in range(events):
+        if i % 2 == 0:
+            head = f'[tool] lookup_order(order_id="{1000 + i}", fields=["status", "items"], note="'
+            tail, pad = '")\n', '\\"key\\": \\"value\\", '
+        else:
+            head = f"[assistant] I checked order {1000 + i} and the payment is confirmed. "
+            tail, pad = "\n", "x"
+        room = max(0, per - len(head) - len(tail))
+        out.append(head + (pad * room)[:room] + tail)
+    text = "".join(out)
+    return text + "x" * (size - len(text.encode()))

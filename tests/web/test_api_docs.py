@@ -98,3 +98,12 @@ def test_two_schemas_generated_at_once_are_the_same(client):
         first, second = pool.map(lambda _: SchemaGenerator().get_schema(public=True), range(2))
     assert first == second
     assert first["paths"]["/api/runs/"]["post"]["requestBody"]
+
+
+def test_the_schema_documents_an_id_filter_as_a_whole_number_in_range_or_a_400(client):
+    doc = _schema(client)
+    operation = doc["paths"]["/api/queries/"]["get"]
+    contract = next(p for p in operation["parameters"] if p["name"] == "contract")
+    assert contract["schema"] == {"type": "integer", "minimum": 1, "maximum": 2**63 - 1}
+    assert "a 400" in contract["description"]
+    assert "400" in operation["responses"]

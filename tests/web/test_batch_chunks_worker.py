@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import signal
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -91,13 +92,13 @@ def test_two_workers_share_the_chunks_of_one_batch(queue, project, users, settin
 def test_a_killed_worker_loses_one_chunk_that_is_redelivered_and_counted_once(
     queue, project, users, settings
 ):
-    settings.SUITE_UPLOAD_MAX_BYTES = 100 * 1024 * 1024
+    settings.INPUT_LIMITS = replace(settings.INPUT_LIMITS, suite_archive_bytes=100 * 1024 * 1024)
     archive, n = repeated_suite_zip(ensure_fixture_suite(), 2)
     env = {
         "CELERY_VISIBILITY_TIMEOUT": VISIBILITY,
         "BATCH_CHUNKS": "1",
         "BATCH_CHUNK_CASES": "150",
-        "SUITE_UPLOAD_MAX_BYTES": str(100 * 1024 * 1024),
+        "INPUT_LIMITS": "suite_archive_bytes=100MiB",
     }
     first = start_worker(queue, name=f"{queue}-a", env=env)
     second = None

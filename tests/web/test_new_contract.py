@@ -8,6 +8,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from audit import services
 from audit.forms import NewContractForm
 from audit.models import Artifact, AuditRecord, Contract, ProposalRun
+from matching.input_limits import Limits
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -193,12 +194,14 @@ def test_a_non_utf8_upload_is_refused(login, project, post_new):
     assert nothing_stored()
 
 
-def test_an_oversize_upload_or_text_is_refused(login, project, post_new):
-    big = b"a" * (NewContractForm.MAX_BYTES + 1)
+def test_an_oversize_upload_or_text_is_413_naming_the_limit(login, project, post_new):
+    limit = Limits().artifact_bytes
+    big = b"a" * (limit + 1)
     response = post_new(login("annotator"), text="", file=SimpleUploadedFile("sop.md", big))
-    assert response.status_code == 400 and "the limit is" in response.content.decode()
-    response = post_new(login("annotator"), text="b" * (NewContractForm.MAX_BYTES + 1))
-    assert response.status_code == 400 and "longer than" in response.content.decode()
+    named = f"is {limit + 1:,} bytes; the limit is {limit:,} (INPUT_LIMITS artifact_bytes)"
+    assert response.status_code == 413 and named in response.content.decode()
+    response = post_new(login("annotator"), text="b" * (limit + 1))
+    assert response.status_code == 413 and named in response.content.decode()
     assert nothing_stored()
 
 

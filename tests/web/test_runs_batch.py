@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -127,13 +128,16 @@ def test_a_symbolic_link_is_refused(upload, small_suite):
     assert Batch.objects.count() == 0
 
 
-def test_size_limits(upload, small_suite, settings):
-    settings.SUITE_UNPACKED_MAX_BYTES = 1000
-    r = upload(_zip(small_suite))
-    assert r.status_code == 400 and "unpacks to more than" in r.content.decode()
-    settings.SUITE_UPLOAD_MAX_BYTES = 100
-    r = upload(_zip(small_suite))
-    assert r.status_code == 400 and "larger than" in r.content.decode()
+def test_archives_past_a_size_limit_are_413_naming_the_limit(upload, small_suite, settings):
+    archive = _zip(small_suite)
+    settings.INPUT_LIMITS = replace(settings.INPUT_LIMITS, suite_unpacked_bytes=1000)
+    r = upload(archive)
+    assert r.status_code == 413 and "(INPUT_LIMITS suite_unpacked_bytes)" in r.content.decode()
+    settings.INPUT_LIMITS = replace(settings.INPUT_LIMITS, suite_archive_bytes=100)
+    r = upload(archive)
+    text = r.content.decode()
+    assert r.status_code == 413 and "the limit is 100 (INPUT_LIMITS suite_archive_bytes)" in text
+    assert f"is {len(archive):,} bytes" in text
     assert Batch.objects.count() == 0
 
 

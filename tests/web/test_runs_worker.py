@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -100,7 +101,9 @@ def test_a_worker_runs_the_full_fixture_suite_as_one_batch(
 ):
     proc, _ = worker
     archive, n = _full_suite(tmp_path)
-    settings.SUITE_UPLOAD_MAX_BYTES = max(settings.SUITE_UPLOAD_MAX_BYTES, len(archive or b""))
+    limits = settings.INPUT_LIMITS
+    big = max(limits.suite_archive_bytes, len(archive or b""))
+    settings.INPUT_LIMITS = replace(limits, suite_archive_bytes=big)
     t0 = time.perf_counter()
     batch = batches.batch_create(
         project=project, user=users["reviewer"], mode=mode, archive=archive, name="full suite"

@@ -46,7 +46,7 @@ def _settings_in_a_fresh_process(**env):
     import subprocess
     import sys
 
-    code = "import contracteval_site.settings as s; print(s.DEBUG, s.SUITE_UPLOAD_MAX_BYTES)"
+    code = "import contracteval_site.settings as s; print(s.DEBUG, s.INPUT_LIMITS.trace_bytes)"
     return subprocess.run(
         [sys.executable, "-c", code],
         env={**os.environ, **env},
@@ -61,7 +61,10 @@ def _settings_in_a_fresh_process(**env):
     [
         ("DEBUG", "maybe"),
         ("SERVE_STATIC", "sometimes"),
-        ("SUITE_UPLOAD_MAX_BYTES", "lots"),
+        ("INPUT_LIMITS", "trace_bytes=lots"),
+        ("INPUT_LIMITS", "trace_byte=1"),
+        ("INPUT_LIMITS", "json_depth=5000"),
+        ("SUITE_UPLOAD_MAX_BYTES", "1000"),
         ("DATABASE_URL", "mysql://x/y"),
         ("LOG_LEVEL", "loud"),
     ],
@@ -76,3 +79,10 @@ def test_booleans_accept_the_usual_words_and_empty_means_the_default():
     assert _settings_in_a_fresh_process(DEBUG="on").stdout.split()[0] == "True"
     assert _settings_in_a_fresh_process(DEBUG="0").stdout.split()[0] == "False"
     assert _settings_in_a_fresh_process(DEBUG="").stdout.split()[0] == "False"
+
+
+def test_input_limits_are_read_from_one_variable_and_set_the_request_body_limit():
+    assert _settings_in_a_fresh_process().stdout.split()[1] == str(512 * 1024)
+    done = _settings_in_a_fresh_process(INPUT_LIMITS="trace_bytes=1MiB, tool_count=64")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[1] == str(1024 * 1024)

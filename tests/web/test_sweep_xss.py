@@ -125,7 +125,9 @@ def _batch_with_hostile_name(client, refund_doc) -> int:
 def _unescaped(body: str) -> list[str]:
     found = [p for p in PAYLOADS if p in body]
     found += re.findall(r"<(?:img|svg|iframe)[^>]*(?:onerror|onload|srcdoc)", body)
-    found += re.findall(r"""(?:href|src)\s*=\s*["']?\s*javascript:""", body)
+    # inside a tag: a trace is shown with only & < > escaped (its quotes as they are), so
+    # its text may read href="javascript:…" without any tag to put it in
+    found += re.findall(r"""<[a-z][^<>]*\s(?:href|src)\s*=\s*["']?\s*javascript:""", body)
     return found
 
 

@@ -11,7 +11,7 @@ from django.urls import reverse
 from audit import services
 from audit.models import AuditRecord, Contract, Node
 from audit.selectors.contracts import contract_document
-from matching.tools import MAX_BYTES
+from matching.input_limits import Limits
 from matching.validate import load_contract
 
 pytestmark = pytest.mark.django_db
@@ -162,7 +162,10 @@ def test_importing_a_document_with_a_bad_catalogue_stores_nothing(project, users
         ("{nope", "not JSON"),
         ('[{"description": "x"}]', "tool 1: the &#x27;name&#x27; is missing"),
         ('[{"name": "a"}, {"name": "a"}]', "the tool name &#x27;a&#x27; appears more than once"),
-        (json.dumps([{"name": "a", "description": "x" * MAX_BYTES}]), "at most 1000000"),
+        (
+            json.dumps([{"name": "a", "description": "x" * Limits().tools_bytes}]),
+            "the limit is 524,288 (INPUT_LIMITS tools_bytes)",
+        ),
         ("", "paste a tools list or choose a file"),
     ],
 )
