@@ -86,12 +86,14 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# One test process per core (pytest-xdist); PYTEST_ARGS=-n0 runs them in this process.
+PYTEST_ARGS ?= -n auto
 test: install lint
-	$(BIN)/pytest
+	$(BIN)/pytest $(PYTEST_ARGS)
 
 # The database-backed tests (web, worker, browser) again on PostgreSQL.
 test-postgres: install
-	DATABASE_URL=$(POSTGRES_URL) $(BIN)/pytest tests/web tests/browser
+	DATABASE_URL=$(POSTGRES_URL) $(BIN)/pytest $(PYTEST_ARGS) tests/web tests/browser
 
 bench: install
 	$(BIN)/contracteval bench

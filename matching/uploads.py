@@ -279,7 +279,8 @@ def _final_output(kind: str, data: Any, text: str, source_kind: str) -> str | No
     """The agent's final answer, checked against output requirements: the last assistant
     message of a transcript, the last ``respond`` of an action list, or a pasted response."""
     if kind == "text":
-        return text.strip() if source_kind == "response" else None
+        # a pasted trace ends with the agent's answer, as a transcript's last message does
+        return text.strip() if source_kind == "response" else last_agent_message(text)
     if kind not in ("openai", "tau_bench"):
         return last_agent_message(text)
     items = (

@@ -106,16 +106,21 @@ def audited(contract, users):
 def ensure_fixture_suite() -> Path:
     """The fixture suite (fixtures/suite, else fixtures/clean), built from
     fixtures/authoring when a fresh clone has neither (as `make suite` does)."""
+    import subprocess
+    import sys
+
+    from filelock import FileLock
+
     from audit.services.batches import fixture_suite_dir
 
     folder = fixture_suite_dir()
-    if not (folder / "cases.jsonl").is_file():
-        import subprocess
-        import sys
-
-        subprocess.run([sys.executable, "-m", "fixtures.authoring.build"], cwd=ROOT, check=True)
-        folder = fixture_suite_dir()
-    return folder
+    if (folder / "cases.jsonl").is_file():
+        return folder
+    # parallel test processes (pytest -n) build it once: the others wait, then read it
+    with FileLock(str(ROOT / "fixtures" / ".build.lock")):
+        if not (fixture_suite_dir() / "cases.jsonl").is_file():
+            subprocess.run([sys.executable, "-m", "fixtures.authoring.build"], cwd=ROOT, check=True)
+    return fixture_suite_dir()
 
 
 @pytest.fixture(scope="session")
