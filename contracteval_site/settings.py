@@ -429,6 +429,14 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
     if CELERY_BROKER_URL.startswith("sqla+")
     else {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
 )
+# kombu's Redis transport looks for lost messages about every 100 s (10 s x every 10th
+# look); with a visibility timeout shorter than that, look every half timeout instead,
+# or a lost message would wait for the sweep rather than the timeout.
+if CELERY_BROKER_TRANSPORT_OPTIONS and CELERY_VISIBILITY_TIMEOUT < 200:
+    CELERY_BROKER_TRANSPORT_OPTIONS |= {
+        "unacked_restore_interval": 1,
+        "unacked_restore_throttle": max(1, CELERY_VISIBILITY_TIMEOUT // 2),
+    }
 # A RUNNING run or batch chunk whose heartbeat is older than this is stale (its worker
 # died or hung): the sweep below queues it again, or fails it after MAX_ATTEMPTS.
 JOB_STALE_AFTER = env.int("JOB_STALE_AFTER", default=CELERY_TASK_TIME_LIMIT + 60)
