@@ -33,11 +33,11 @@ from xml.etree import ElementTree as ET
 from .conditioning import condition, resolve_query
 from .errors import ContractEvalError
 from .evaluate import evaluate_detailed
-from .extractors import get_extractor
+from .extractors import reextract
 from .formats import Contract, read_observed
-from .importers import detect_kind, last_agent_message, render
-from .importers.load import Imported, load_trace, read_source
-from .importers.tau_bench import trajectories
+from .importers import detect_kind
+from .importers.load import read_source
+from .uploads import prepare_input
 
 POLICIES = ("violation", "needs-review")
 FAILING = {"violation": {"violation"}, "needs-review": {"violation", "needs_review"}}
@@ -58,22 +58,28 @@ class Checked:
 def check_text(
     contract: Contract,
     query: str,
-    trace: str | Imported,
+    data: Any,
     *,
     name: str,
     mode: str = "semantic",
     extractor: str = "behaviour",
 ) -> Checked:
-    """Match one trace (rendered text, or an :class:`Imported` input) against ``query``."""
+    """Match one input against ``query``: rendered text or any export the web app takes
+    (read by :func:`~matching.uploads.prepare_input`, as an upload is). An observed
+    document with nodes is matched as it is; anything else is extracted."""
     t0 = time.perf_counter()
-    src = trace if isinstance(trace, Imported) else _as_text(trace)
     expected = condition(contract, resolve_query(contract, query))
-    given = getattr(src, "observed", None)
-    if given is not None:
-        observed = read_observed(given)
-    else:
-        observed = get_extractor(extractor)(src.text, kind=src.source_kind)
-        observed.output = src.output
+    prepared = prepare_input(
+        kind="auto",
+        data=data,
+        contract_key=contract.id,
+        query_key=expected.query.id,
+        mode=mode,
+        extractor=extractor,
+    )
+    observed = read_observed(prepared.observed)
+    if prepared.kind != "observed":
+        observed = reextract(observed, prepared.extractor)
     ev = evaluate_detailed(expected, observed, mode=mode)
     if ev.confidence is not None:
         verdict, p = ev.confidence["verdict"], float(ev.confidence["p_violation"])
@@ -82,31 +88,22 @@ def check_text(
     return Checked(name, expected.query.id, verdict, p, list(ev.failures), time.perf_counter() - t0)
 
 
-@dataclass(frozen=True)
-class _Source(Imported):
-    observed: dict[str, Any] | None = None
-
-
-def _as_text(text: str) -> _Source:
-    return _Source("text", "trace", text, last_agent_message(text))
-
-
-def inputs(paths: Sequence[Path]) -> Iterator[tuple[str, dict[str, str], Path]]:
-    """``(name, selection, file)`` of every trace under ``paths``: a folder gives its
-    files (sorted, hidden ones skipped); a τ-bench results file each of its entries."""
+def inputs(paths: Sequence[Path]) -> Iterator[tuple[str, dict[str, str], Any]]:
+    """``(name, selection, data)`` of every input under ``paths``: a folder gives its
+    files (sorted, hidden ones skipped); a τ-bench results file each of its entries
+    (its ``task_id`` and ``trial`` the selection). Each file is read once."""
     for path in paths:
         files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
         for f in files:
-            if any(part.startswith(".") for part in f.relative_to(path).parts if path.is_dir()):
+            if path.is_dir() and any(p.startswith(".") for p in f.relative_to(path).parts):
                 continue
-            _, data = read_source(f)
-            entries = trajectories(data) if _is_results(data) else []
-            if len(entries) > 1:
-                for e in entries:
-                    sel = {"task_id": str(e["task_id"]), "trial": str(e["trial"])}
-                    yield f"{f}#task_id={sel['task_id']},trial={sel['trial']}", sel, f
+            raw, data = read_source(f)
+            if _is_results(data) and len(data) > 1:
+                for e in data:
+                    sel = {"task_id": str(e.get("task_id")), "trial": str(e.get("trial"))}
+                    yield f"{f}#task_id={sel['task_id']},trial={sel['trial']}", sel, e
             else:
-                yield str(f), {}, f
+                yield str(f), {}, raw if data is None else data
 
 
 def _is_results(data: Any) -> bool:
@@ -118,16 +115,6 @@ def _is_results(data: Any) -> bool:
         return False
 
 
-def load(file: Path, select: dict[str, str]) -> _Source:
-    """One trace of ``file``; an observed document keeps its own nodes."""
-    _, data = read_source(file)
-    if isinstance(data, dict) and data.get("format", "").startswith("contracteval.observed"):
-        source = data.get("source") or {}
-        return _Source("observed", source.get("kind", "trace"), source.get("text", ""), None, data)
-    src = load_trace(file, "auto", select)
-    return _Source(src.kind, src.source_kind, src.text, src.output)
-
-
 def check_paths(
     contract: Contract,
     query: str,
@@ -137,17 +124,16 @@ def check_paths(
     extractor: str = "behaviour",
     progress: Callable[[int, int], None] | None = None,
 ) -> list[Checked]:
-    """:func:`check_text` of every trace under ``paths``, in one process; ``query`` may
+    """:func:`check_text` of every input under ``paths``, in one process; ``query`` may
     name fields of a τ-bench selection (``t{task_id}``); ``progress(done, total)``."""
     items = list(inputs(paths))
     out = []
-    for k, (name, select, file) in enumerate(items):
+    for k, (name, select, data) in enumerate(items):
         q = query.format(**select) if select else query.format(task_id="", trial="")
         try:
-            src = load(file, select)
-            out.append(check_text(contract, q, src, name=name, mode=mode, extractor=extractor))
+            out.append(check_text(contract, q, data, name=name, mode=mode, extractor=extractor))
         except ContractEvalError as exc:
-            raise exc.with_file(str(file)) from None
+            raise exc.with_file(name) from None
         if progress is not None:
             progress(k + 1, len(items))
     return out
@@ -245,13 +231,9 @@ def assert_follows(
     if not isinstance(contract, Contract):
         contract = load_contract(Path(contract))
     if isinstance(trace, Path) or (isinstance(trace, str) and _is_file(trace)):
-        src: _Source = load(Path(trace), {})
-    elif isinstance(trace, str):
-        src = _as_text(trace)
-    else:
-        text = render(detect_kind(trace), trace)
-        src = _Source(detect_kind(trace), "trace", text, last_agent_message(text))
-    checked = check_text(contract, query, src, name="trace", mode=mode, extractor=extractor)
+        raw, data = read_source(Path(trace))
+        trace = raw if data is None else data
+    checked = check_text(contract, query, trace, name="trace", mode=mode, extractor=extractor)
     if gated([checked], fail_on):
         detail = "\n".join(f"  - {describe(f)}" for f in checked.failures)
         raise AssertionError(
