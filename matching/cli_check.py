@@ -1,21 +1,29 @@
 """``contracteval check``: the CI gate over traces (:mod:`matching.gate`).
 
-Exit status: 0 when no trace fails the policy, 1 when one does (or an input is
-invalid: the message names the file), 2 on a usage error.
+As every command of CLI.md: results go to stdout as JSON (the policy, whether it
+passed, and each trace's verdict, P(violation) and failures), diagnostics to stderr,
+``--mode`` defaults to ``token``. Exit status: 0 when no trace fails the policy; 1 when
+an input is invalid (the message names the file); 2 on a usage error; and, beyond the
+codes CLI.md defines, :data:`POLICY_FAILED` (3) when a trace fails the policy, so that
+a CI step can tell a failing agent from a broken input.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
 
 from .extractors import EXTRACTORS
+from .formats import dumps
 from .gate import POLICIES, check_paths, gated, junit_xml, markdown
 from .match import MODES
 from .progress import ProgressBar
 from .validate import load_contract
+
+POLICY_FAILED = 3
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -35,11 +43,20 @@ def cmd_check(args: argparse.Namespace) -> int:
     failing = gated(checked, args.fail_on)
     if args.junit:
         Path(args.junit).write_text(junit_xml(checked, args.fail_on), encoding="utf-8")
-    summary = markdown(checked, args.fail_on)
     if args.summary:
-        Path(args.summary).write_text(summary, encoding="utf-8")
-    sys.stdout.write(summary)
-    return 1 if failing else 0
+        Path(args.summary).write_text(markdown(checked, args.fail_on), encoding="utf-8")
+    doc = {
+        "policy": args.fail_on,
+        "passed": not failing,
+        "traces": [dataclasses.asdict(c) for c in checked],
+    }
+    sys.stdout.write(dumps(doc))
+    verdict = "failed" if failing else "passed"
+    sys.stderr.write(
+        f"contracteval: check {verdict}: {len(failing)} of {len(checked)} traces fail"
+        f" on {args.fail_on}\n"
+    )
+    return POLICY_FAILED if failing else 0
 
 
 def add_check_command(sub: Any) -> None:
@@ -47,8 +64,8 @@ def add_check_command(sub: Any) -> None:
     s.add_argument("contract")
     s.add_argument("traces", nargs="+", help="trace files, folders or τ-bench results files")
     s.add_argument("--query", required=True, help="a query id, or a pattern such as 't{task_id}'")
-    s.add_argument("--mode", choices=MODES, default="semantic")
-    s.add_argument("--extractor", choices=EXTRACTORS, default="behaviour")
+    s.add_argument("--mode", choices=MODES, default="token")
+    s.add_argument("--extractor", choices=EXTRACTORS, default="heuristic")
     s.add_argument("--fail-on", choices=POLICIES, default="violation")
     s.add_argument("--junit", metavar="FILE", help="write JUnit XML here")
     s.add_argument("--summary", metavar="FILE", help="write the Markdown summary here")

@@ -12,6 +12,7 @@ import pytest
 from junitparser import Failure, JUnitXml
 
 from matching.cli import main
+from matching.cli_check import POLICY_FAILED
 from matching.gate import Checked, assert_follows, check_paths, gated, markdown
 
 from .helpers import DATA, refund_observed_doc
@@ -45,14 +46,13 @@ def traces(tmp_path: Path) -> Path:
 
 
 def _check(args: list[str]) -> int:
-    return main(["check", str(CONTRACT), "--query", "q1", "--mode", "token",
-                 "--extractor", "heuristic", *args])  # fmt: skip
+    return main(["check", str(CONTRACT), "--query", "q1", *args])  # token mode: CLI.md's default
 
 
 def test_a_folder_fails_the_gate_when_one_trace_breaks_the_contract(traces, tmp_path, capsys):
     junit, summary = tmp_path / "out.xml", tmp_path / "summary.md"
     code = _check([str(traces), "--junit", str(junit), "--summary", str(summary)])
-    assert code == 1
+    assert code == POLICY_FAILED
     report = JUnitXml.fromfile(str(junit))
     cases = {case.name: case for suite in report for case in suite}
     assert set(cases) == {str(traces / "clean.json"), str(traces / "skipped.json")}
@@ -60,7 +60,15 @@ def test_a_folder_fails_the_gate_when_one_trace_breaks_the_contract(traces, tmp_
     assert [type(r) for r in failed.result] == [Failure]
     assert "omission" in failed.result[0].text and failed.result[0].type == "violation"
     assert not cases[str(traces / "clean.json")].result
-    assert summary.read_text() == capsys.readouterr().out
+    out, err = capsys.readouterr()
+    result = json.loads(out)
+    assert result["policy"] == "violation" and result["passed"] is False
+    verdicts = {t["name"]: t["verdict"] for t in result["traces"]}
+    assert verdicts == {
+        str(traces / "clean.json"): "clean",
+        str(traces / "skipped.json"): "violation",
+    }
+    assert "check failed: 1 of 2 traces fail on violation" in err
     assert "failed (1 of 2 traces fail on violation)" in summary.read_text()
 
 
