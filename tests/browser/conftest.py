@@ -24,6 +24,15 @@ DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
+def pytest_collection_modifyitems(items):
+    """The browser walks test the pages and scripts over views whose data layer the
+    web tests already run on both engines, so CI runs them on SQLite only."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.fspath).parents:
+            item.add_marker(pytest.mark.any_database)
+
+
 @pytest.fixture(autouse=True)
 def _fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

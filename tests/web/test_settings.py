@@ -4,6 +4,9 @@ import pytest
 
 from contracteval_site.settings import parse_database_url
 
+# Settings parsing does not depend on the database engine: CI runs it on SQLite only.
+pytestmark = pytest.mark.any_database
+
 
 def test_sqlite_url_relative_path_is_under_the_project():
     entry = parse_database_url("sqlite:///db.sqlite3", base_dir=Path("/srv/app"))
