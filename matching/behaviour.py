@@ -17,10 +17,10 @@ Rules (docs/engine.md, "The behaviour extractor", has examples):
    "one moment") are not nodes, nor is a sentence of fewer than three words.
 2. A restatement of a move already made (its words a subset of an earlier node's) is not
    a node.
-3. A short ``[assistant]`` turn (at most ``SHORT_TURN`` behavioural sentences) is one
-   move: one node with one evidence span per sentence. A longer turn (a whole
-   response written at once) has one node per sentence. A response (no role tags) is
-   read sentence by sentence.
+3. Each behavioural sentence is one move, in order, whether the agent said it in one
+   message or several: merging or splitting messages never changes the moves, and the
+   alignment lets one obligation span adjacent moves. A response (no role tags) is read
+   the same way.
 4. A request for several things ("your user ID, reservation ID, and the reason for
    cancellation") is one node per thing, all at the same step, so a combined step is
    never an ordering failure (ALGORITHMS.md §3).
@@ -56,7 +56,6 @@ from .trace import events, tool_call
 __all__ = ["SPEECH_ACTS", "extract_behaviour", "is_filler", "speech_act"]
 
 SPEECH_ACTS = ("call", "ask", "confirm", "refuse", "inform", "decide")
-SHORT_TURN = 3
 MIN_WORDS = 3
 _TYPE_OF_ACT = {
     "call": "action",
@@ -205,35 +204,32 @@ def _list_items(text: str, a: int, b: int) -> list[tuple[int, int, str]] | None:
     return out if len(out) >= 2 else None
 
 
-def _moves_of_turn(text: str, a: int, b: int, step: int) -> list[_Move]:
-    sents = [(x, y) for x, y in _sentences(text[a:b], a) if not is_filler(text[x:y])]
-    if not sents:
-        return []
-    # a bare request for the go-ahead ("Shall I go ahead?") belongs to the move it
-    # asks consent for, the sentence before it in the same turn
-    bare = [i > 0 and _is_bare_confirm(text[x:y]) for i, (x, y) in enumerate(sents)]
+def _moves_of_turn(text: str, turn: list[tuple[int, int]], step: int) -> list[_Move]:
+    """One move per behavioural sentence of a turn (the agent's consecutive messages,
+    nothing between them), in order: how an agent splits its words into messages never
+    changes the moves (a bare request for the go-ahead joins the sentence before it; a
+    request for several things is one move per thing)."""
+    sents = [
+        (x, y) for a, b in turn for x, y in _sentences(text[a:b], a) if not is_filler(text[x:y])
+    ]
     groups: list[list[tuple[int, int]]] = []
-    for (x, y), join in zip(sents, bare, strict=True):
-        if join:
+    for i, (x, y) in enumerate(sents):
+        if i > 0 and _is_bare_confirm(text[x:y]):
             groups[-1].append((x, y))
         else:
             groups.append([(x, y)])
     moves: list[_Move] = []
-    if len(groups) <= SHORT_TURN:
-        acts = [speech_act(text[x:y]) for x, y in sents]
+    for g in groups:
+        at = step + len({mv.step for mv in moves})
+        x, y = g[0]
+        items = _list_items(text, x, y) if len(g) == 1 and speech_act(text[x:y]) == "ask" else None
+        if items:
+            moves += [_Move(at, "ask", f"Ask for {it}", [(s, e)]) for s, e, it in items]
+            continue
+        acts = [speech_act(text[x:y]) for x, y in g]
         strong = [t for t in acts if t in ("confirm", "refuse", "ask")]
         act = strong[0] if strong else ("decide" if "decide" in acts else "inform")
-        for x, y in sents:
-            items = _list_items(text, x, y) if speech_act(text[x:y]) == "ask" else None
-            if items:
-                moves += [_Move(step, "ask", f"Ask for {it}", [(s, e)]) for s, e, it in items]
-        if moves:
-            return moves
-        label = _label(" ".join(text[x:y] for x, y in sents))
-        return [_Move(step, act, label, list(sents))]
-    for i, g in enumerate(groups):
-        x, y = g[0]
-        moves.append(_Move(step + i, speech_act(text[x:y]), _label(text[x:y]), list(g)))
+        moves.append(_Move(at, act, _label(" ".join(text[x:y] for x, y in g)), list(g)))
     return moves
 
 
@@ -256,19 +252,23 @@ def extract_behaviour(text: str, *, kind: str = "trace") -> Observed:
             )
         ]
     else:
-        for event in events(text):
+        turn: list[tuple[int, int]] = []  # the agent's messages since another event
+        for event in [*events(text), None]:
             # untagged text before the first event is the agent's
-            role, a, b = event.role or "assistant", event.start, event.end
-            tag = event.tag_length
-            if role == "tool":
-                call = tool_call(text[a + tag : b])
-                name = call[0] if call else text[a + tag : b].split("(")[0].strip() or "tool"
-                moves.append(_Move(step, "call", f"Called {name}", [(a, b)]))
+            role = (event.role or "assistant") if event else None
+            if event and role == "assistant":
+                turn.append((event.start + event.tag_length, event.end))
+                continue
+            new = _moves_of_turn(text, turn, step)
+            moves += new
+            step = max((mv.step for mv in new), default=step - 1) + 1
+            turn = []
+            if event and role == "tool":
+                a, b = event.start, event.end
+                call = tool_call(text[a + event.tag_length : b])
+                name = call[0] if call else text[a + event.tag_length : b].split("(")[0].strip()
+                moves.append(_Move(step, "call", f"Called {name or 'tool'}", [(a, b)]))
                 step += 1
-            elif role == "assistant":
-                new = _moves_of_turn(text, a + tag, b, step)
-                moves += new
-                step = max((mv.step for mv in new), default=step - 1) + 1
     return _observed(text, kind, _drop_restatements(text, moves))
 
 

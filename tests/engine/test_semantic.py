@@ -151,17 +151,23 @@ def test_a_request_for_several_things_is_one_node_per_thing_at_one_step() -> Non
         assert text[n.evidence[0].start : n.evidence[0].end] in n.label
 
 
-def test_a_short_turn_is_one_node_with_a_span_per_sentence_and_calls_are_nodes() -> None:
-    text = (
+def test_each_sentence_is_one_move_however_the_messages_split_and_calls_are_nodes() -> None:
+    merged = (
         '[tool] lookup_order(order_id="7")\n'
-        "[assistant] The order is 40 days old. That is past our 30-day window.\n"
+        "[assistant] The order is 40 days old. That is past our 30-day window."
+        " Shall I go ahead?\n"
         "[assistant] The order is 40 days old.\n"
     )
-    nodes = extract_behaviour(text).nodes
-    assert [(n.description, n.step, len(n.evidence)) for n in nodes] == [
-        ("call", 0, 1),
-        ("decide", 1, 2),
-    ]  # the last line restates the second one: not a node
+    split = merged.replace("old. That", "old.\n[assistant] That").replace(
+        "window. Shall", "window.\n[assistant] Shall"
+    )
+    for text in (merged, split):
+        nodes = extract_behaviour(text).nodes
+        assert [(n.description, n.step, len(n.evidence)) for n in nodes] == [
+            ("call", 0, 1),
+            ("inform", 1, 1),
+            ("confirm", 2, 2),  # a bare request for the go-ahead joins the move before it
+        ]  # the last line restates the second one: not a node
 
 
 # --------------------------------------------------------------------------- matching
