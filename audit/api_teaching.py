@@ -23,25 +23,36 @@ from .openapi import extend_schema
 from .selectors import teaching as teaching_reads
 
 # What a correction does (named in the schema as CorrectionActionEnum).
-CORRECTION_ACTIONS = [("pair", "pair"), ("unpair", "unpair")]
+CORRECTION_ACTIONS = [
+    ("pair", "pair"),
+    ("unpair", "unpair"),
+    ("commentary", "commentary"),
+    ("revert", "revert"),
+]
 
 
 class CorrectionRequestSerializer(serializers.Serializer):
     action = serializers.ChoiceField(
         choices=CORRECTION_ACTIONS,
         help_text="pair: the observed step enacts the obligation; unpair: refuse the"
-        " obligation's current pairing.",
+        " obligation's current pairing; commentary: the observed step enacts nothing and is"
+        " no action; revert: drop every correction (the engine's reading is the run's again).",
     )
-    expected = serializers.CharField(max_length=128, help_text="The obligation's node id.")
+    expected = serializers.CharField(
+        max_length=128, required=False, help_text="The obligation's node id (pair, unpair)."
+    )
     observed = serializers.CharField(
         max_length=128,
         required=False,
-        help_text="The observed step id (pair only; unpair refuses whichever step the obligation is paired with now).",
+        help_text="The observed step id (pair, commentary; unpair refuses whichever step the obligation is paired with now).",
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if attrs["action"] == "pair" and not attrs.get("observed"):
-            raise ValidationError({"observed": ["pairing needs the observed step's id"]})
+        action = attrs["action"]
+        if action in ("pair", "unpair") and not attrs.get("expected"):
+            raise ValidationError({"expected": [f"{action} needs the obligation's id"]})
+        if action in ("pair", "commentary") and not attrs.get("observed"):
+            raise ValidationError({"observed": [f"{action} needs the observed step's id"]})
         return attrs
 
 
@@ -82,10 +93,18 @@ class EnactmentSerializer(serializers.ModelSerializer):
 def _reports(run) -> dict[str, Any]:
     return CorrectedReportsSerializer(
         {
-            "automatic": {"verdict": run.verdict, "report": run.report},
-            "corrected": teaching_reads.latest_correction(run),
+            "automatic": run.automatic or {"verdict": run.verdict, "report": run.report},
+            "corrected": teaching_reads.latest_correction(run) if run.is_corrected else None,
         }
     ).data
+
+
+def _decision(d: dict[str, Any]) -> dict[str, Any]:
+    if d["action"] == "pair":
+        return {"pair": [(d["expected"], d["observed"])]}
+    if d["action"] == "unpair":
+        return {"unpair": [d["expected"]]}
+    return {"commentary": [d["observed"]]}
 
 
 class RunCorrectionsMixin(viewsets.GenericViewSet):
@@ -100,8 +119,10 @@ class RunCorrectionsMixin(viewsets.GenericViewSet):
     @action(detail=True, methods=["get", "post"])
     def corrections(self, request, pk=None, format=None):
         """The run's automatic report and its latest corrected one (who, when, which
-        pairs). POST pairs an observed step with an obligation or unpairs an
-        obligation (reviewer role); the pair teaches the contract an enactment. A
+        pairs). POST pairs an observed step with an obligation, unpairs an obligation,
+        reads a step as commentary or reverts every correction (reviewer role); the
+        corrected reading becomes the run's report, and a pair teaches the contract an
+        enactment. A
         correction naming an unknown step or obligation is a 400 naming it, nothing
         stored."""
         run = self.get_object()
@@ -111,14 +132,13 @@ class RunCorrectionsMixin(viewsets.GenericViewSet):
         body.is_valid(raise_exception=True)
         d = body.validated_data
         try:
-            if d["action"] == "pair":
-                services.run_pair(
-                    run=run, user=request.user, expected_id=d["expected"], observed_id=d["observed"]
-                )
+            if d["action"] == "revert":
+                services.run_revert(run=run, user=request.user)
             else:
-                services.run_unpair(run=run, user=request.user, expected_id=d["expected"])
+                services.run_correct(run=run, user=request.user, **_decision(d))
         except services.ServiceError as exc:
             raise ValidationError({"detail": [str(exc)]}) from exc
+        run.refresh_from_db()
         return Response(_reports(run), status=status.HTTP_201_CREATED)
 
 

@@ -77,6 +77,13 @@ class QuerySerializer(serializers.ModelSerializer):
         fields = ["id", "contract", "query", "text", "intents", "branches"]
 
 
+class AutomaticReadingSerializer(serializers.Serializer):
+    verdict = serializers.CharField()
+    failure_count = serializers.IntegerField()
+    assessment = serializers.CharField()
+    p_violation = serializers.FloatField(allow_null=True)
+
+
 class RunSerializer(serializers.ModelSerializer):
     project: serializers.SlugRelatedField[Project] = serializers.SlugRelatedField(
         slug_field="slug", read_only=True
@@ -92,6 +99,15 @@ class RunSerializer(serializers.ModelSerializer):
     )
     url = serializers.HyperlinkedIdentityField(view_name="api:run-detail")
     report_url = serializers.HyperlinkedIdentityField(view_name="api:run-report")
+    corrected = serializers.BooleanField(
+        source="is_corrected",
+        read_only=True,
+        help_text="A reviewer's corrected reading is the run's report (verdict, counts,"
+        " metrics); the engine's own is under automatic.",
+    )
+    automatic = AutomaticReadingSerializer(
+        read_only=True, allow_null=True, help_text="null unless corrected."
+    )
 
     class Meta:
         model = Run
@@ -114,6 +130,8 @@ class RunSerializer(serializers.ModelSerializer):
             "assessment",
             "p_violation",
             "failure_count",
+            "corrected",
+            "automatic",
             "families",
             "metrics",
             "created_by",

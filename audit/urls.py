@@ -70,6 +70,8 @@ urlpatterns = [
     path("r/<int:pk>/retry/", runs.run_retry, name="run_retry"),
     path("r/<int:pk>/pair/", teaching.run_pair, name="run_pair"),
     path("r/<int:pk>/unpair/", teaching.run_unpair, name="run_unpair"),
+    path("r/<int:pk>/correct/", teaching.run_correct, name="run_correct"),
+    path("r/<int:pk>/revert/", teaching.run_revert, name="run_revert"),
     path(
         "c/<int:pk>/enactments/<int:enactment_pk>/delete/",
         teaching.enactment_delete,

@@ -3,6 +3,8 @@ on them, and suite batches."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Case, F, Q, Value, When
@@ -77,6 +79,18 @@ FAMILY_FIELDS = {
     "output_contract": "n_output_contract",
 }
 METRIC_FIELDS = METRICS  # one column per report metric, named as in the report
+# What a reading of a run sets: the report, its overlay and every column derived from
+# them. A reviewer's correction replaces them all; the automatic values are kept aside.
+READING_FIELDS = (
+    "report",
+    "overlay",
+    "verdict",
+    "assessment",
+    "p_violation",
+    "failure_count",
+    *FAMILY_FIELDS.values(),
+    *METRIC_FIELDS,
+)
 
 
 class Run(models.Model):
@@ -143,6 +157,12 @@ class Run(models.Model):
     )
     llm_model = models.CharField("LLM model", max_length=200, blank=True, default="")
     llm_usage = models.JSONField(null=True, blank=True)
+    automatic = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="the engine's own reading (report, overlay, verdict, counts) while a "
+        "reviewer's corrected reading is the run's; null when the run is not corrected",
+    )
     extraction = models.JSONField(
         null=True,
         blank=True,
@@ -210,6 +230,40 @@ class Run(models.Model):
     @property
     def metrics(self) -> dict[str, float | None]:
         return {m: getattr(self, m) for m in METRIC_FIELDS}
+
+    @property
+    def is_corrected(self) -> bool:
+        return self.automatic is not None
+
+    def read(self, report: dict[str, Any], overlay: dict[str, Any] | None) -> None:
+        """Make ``report`` and its overlay the run's reading: the verdict, the counts per
+        family and the metrics follow it. Not saved."""
+        self.report, self.overlay = report, overlay
+        self.verdict = report["verdict"]
+        self.failure_count = len(report["failures"])
+        for family, col in FAMILY_FIELDS.items():
+            setattr(self, col, sum(1 for f in report["failures"] if f["family"] == family))
+        for m in METRIC_FIELDS:
+            setattr(self, m, report["metrics"].get(m))
+
+    def set_assessment(self, assessed: dict[str, Any] | None) -> None:
+        """P(violation) and its three-way reading (semantic mode), or none. Not saved."""
+        if assessed is None:
+            self.p_violation, self.assessment = None, Assessment.NONE
+        else:
+            self.p_violation, self.assessment = assessed["p_violation"], assessed["verdict"]
+
+    def keep_automatic(self) -> None:
+        """Set the engine's own reading aside before the first correction replaces it."""
+        if self.automatic is None:
+            self.automatic = {f: getattr(self, f) for f in READING_FIELDS}
+
+    def restore_automatic(self) -> None:
+        """Make the engine's own reading the run's again. Not saved."""
+        if self.automatic is not None:
+            for f in READING_FIELDS:
+                setattr(self, f, self.automatic[f])
+            self.automatic = None
 
 
 class ReviewVerdict(models.Model):

@@ -98,6 +98,11 @@ def run_export(run: Run) -> dict[str, Any]:
         "error": run.error,
         "warnings": run.warnings,
         "report": run.report,
+        # a reviewer's corrected reading is the run's report; the engine's own is kept
+        "corrected": run.is_corrected,
+        "automatic": None
+        if run.automatic is None
+        else {k: run.automatic[k] for k in ("verdict", "failure_count", "assessment", "report")},
         "observed": run.observed,
         "verdicts": [
             {

@@ -69,12 +69,18 @@ def step_text(overlay: dict[str, Any], step_id: str) -> str:
     return ""
 
 
+# Rows of the many-at-once correction table: a page for a long trace stays small, and the
+# graph and the single pair form reach every step.
+STEPS_LISTED = 150
+
+
 def correction_context(run: Run, can_teach: bool) -> dict[str, Any]:
-    """What the run page's correction partial shows: the latest corrected report, the
-    weak pairings, and (for a reviewer) the steps and obligations to pair."""
-    overlay = run.overlay or {}
-    latest = latest_correction(run) if run.overlay is not None else None
-    shown = (latest.overlay if latest else None) or overlay
+    """What the run page's correction partial shows: the latest correction, the weak
+    pairings of the engine's own reading, and (for a reviewer) every step with what it
+    is now, to correct many at once."""
+    shown = run.overlay or {}
+    automatic = (run.automatic or {}).get("overlay") or shown
+    latest = latest_correction(run) if run.is_corrected else None
     nodes = {n["id"]: n for n in shown.get("nodes", [])}
     pairs = [
         {"expected": n["id"], "label": n["label"], "observed": o["id"], "weak": n.get("weak")}
@@ -82,12 +88,25 @@ def correction_context(run: Run, can_teach: bool) -> dict[str, Any]:
         for o in n.get("observed", [])
         if o["relation"] == "pairs"
     ]
+    paired = {p["observed"]: p["expected"] for p in pairs}
+    now = {o["id"]: o["status"] for o in shown.get("observed", [])}
+    steps = [
+        {
+            "id": o["id"],
+            "label": o["label"],
+            "status": now.get(o["id"], "commentary"),
+            "paired_with": paired.get(o["id"], ""),
+        }
+        for o in automatic.get("observed", [])
+    ]
     return {
         "correction": latest,
-        "weak_count": overlay.get("weak", 0),
-        "weak_steps": [o for o in overlay.get("observed", []) if o.get("weak")],
+        "weak_count": automatic.get("weak", 0),
+        "weak_steps": [o for o in automatic.get("observed", []) if o.get("weak")],
         "can_teach": can_teach and run.overlay is not None,
         "teach_steps": [o for o in shown.get("observed", []) if o["status"] != "paired"],
         "teach_obligations": [n for n in nodes.values() if n["active"]],
         "teach_pairs": pairs,
+        "correct_steps": steps[:STEPS_LISTED],
+        "correct_more": max(0, len(steps) - STEPS_LISTED),
     }

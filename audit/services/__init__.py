@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     )
     from .queries import query_delete, query_document, query_save
     from .runs import NO_LLM_FOR_INVARIANTS, input_hash, run_create, run_execute, run_retry
-    from .teaching import enactment_delete, run_pair, run_unpair
+    from .teaching import enactment_delete, run_correct, run_pair, run_revert, run_unpair
     from .team import (
         assignment_create,
         assignment_delete,
@@ -129,10 +129,12 @@ _LAZY = {
     "query_save": "queries",
     "review_thresholds_set": "assessments",
     "root_intent": "tools",
+    "run_correct": "teaching",
     "run_create": "runs",
     "run_execute": "runs",
     "run_pair": "teaching",
     "run_retry": "runs",
+    "run_revert": "teaching",
     "run_unpair": "teaching",
     "span_delete": "nodes",
     "tool_binding_confirm": "tools",
@@ -194,10 +196,12 @@ __all__ = [
     "query_save",
     "review_thresholds_set",
     "root_intent",
+    "run_correct",
     "run_create",
     "run_execute",
     "run_pair",
     "run_retry",
+    "run_revert",
     "run_unpair",
     "span_delete",
     "tool_binding_confirm",

@@ -37,9 +37,6 @@ from matching.validate import load_contract
 
 from .. import enqueue
 from ..models import (
-    FAMILY_FIELDS,
-    METRIC_FIELDS,
-    Assessment,
     AuditRecord,
     Contract,
     ContractStatus,
@@ -313,11 +310,7 @@ def _assess(run: Run, evaluation) -> None:
     project = Project.objects.only("review_clean_below", "review_violation_from").get(
         pk=run.project_id
     )
-    assessed = evaluation.assess(project_thresholds(project))
-    if assessed is None:
-        run.p_violation, run.assessment = None, Assessment.NONE
-    else:
-        run.p_violation, run.assessment = assessed["p_violation"], assessed["verdict"]
+    run.set_assessment(evaluation.assess(project_thresholds(project)))
 
 
 def _run_client(run: Run) -> LLMClient | None:
@@ -391,13 +384,8 @@ def run_execute(*, run_id: int, final_attempt: bool = True) -> Run:
         run.status, run.error = RunStatus.FAILED, f"internal error: {type(exc).__name__}: {exc}"
     else:
         run.status, run.error = RunStatus.DONE, ""
-        run.report, run.overlay, run.warnings = report, overlay, caught
-        run.verdict = report["verdict"]
-        run.failure_count = len(report["failures"])
-        for family, col in FAMILY_FIELDS.items():
-            setattr(run, col, sum(1 for f in report["failures"] if f["family"] == family))
-        for m in METRIC_FIELDS:
-            setattr(run, m, report["metrics"].get(m))
+        run.warnings = caught
+        run.read(report, overlay)
     run.finished_at = timezone.now()
     run.save()
     return run

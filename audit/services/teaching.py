@@ -1,7 +1,9 @@
 """A reviewer corrects a run's pairings; each confirmed pairing teaches an enactment.
 
-A correction re-runs the engine with the reviewer's forced and refused pairs
-(:mod:`matching.corrections`) and stores the corrected report beside the automatic one.
+A correction re-runs the engine with the reviewer's forced and refused pairs and the
+steps read as commentary (:mod:`matching.corrections`); the corrected reading becomes the
+run's (headline, counts, metrics, inbox, API, exports), and the engine's own is kept in
+``Run.automatic`` for comparison until the corrections are reverted.
 A forced pair (obligation, step) also keeps the step's words as an enactment example of
 that obligation for the contract: semantic-mode runs read it, the audited nodes are
 not edited, and an annotator can remove it.
@@ -9,6 +11,7 @@ not edited, and an annotator can remove it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import transaction
@@ -21,39 +24,80 @@ from matching.extractors import reextract
 from matching.formats import observed_from_data
 from matching.overlay import overlay_payload
 
-from ..models import AuditRecord, Enactment, ExtractorName, Run, RunCorrection, RunStatus
+from ..models import (
+    AuditRecord,
+    Enactment,
+    ExtractorName,
+    Project,
+    Run,
+    RunCorrection,
+    RunStatus,
+)
+from ..models.runs import READING_FIELDS
 from ..permissions import TEACH, UNTEACH, require
+from ..selectors.assessments import project_thresholds
 from ..selectors.teaching import latest_correction, step_text
 from .common import ServiceError, actor
 from .runs import run_contract
 
 
-def run_pair(*, run: Run, user, expected_id: str, observed_id: str) -> RunCorrection:
-    """Pair observed step ``observed_id`` with obligation ``expected_id`` on ``run``,
-    store the corrected report and keep the step's words as an enactment."""
+def run_correct(
+    *,
+    run: Run,
+    user,
+    pair: Sequence[tuple[str, str]] = (),
+    unpair: Sequence[str] = (),
+    commentary: Sequence[str] = (),
+) -> RunCorrection:
+    """Apply a reviewer's decisions to ``run`` at once: ``pair`` (obligation, step)
+    pairs, ``unpair`` obligations (their current pairing is refused) and steps read as
+    ``commentary``. The corrected reading becomes the run's report everywhere (verdict,
+    counts, metrics, assessment); the engine's own stays in ``run.automatic``. Each
+    forced pair keeps the step's words as an enactment of the obligation."""
     _check_correctable(run, user)
-    c = _current(run)
-    c.pair = [p for p in c.pair if p[0] != expected_id and p[1] != observed_id]
-    c.pair.append((expected_id, observed_id))
-    c.unpair = [p for p in c.unpair if p != (expected_id, observed_id)]
-    return _store(run, user, c, "pair", (expected_id, observed_id))
+    with transaction.atomic():
+        run = Run.objects.select_for_update(of=("self",)).get(pk=run.pk)
+        latest = latest_correction(run)
+        current = Corrections.from_data(latest.corrections if latest else None)
+        refused = [(e, _paired_step(run, e)) for e in unpair]
+        more = Corrections(pair=list(pair), unpair=refused, commentary=list(commentary))
+        if not more:
+            raise ServiceError("choose a step and an obligation to pair, or a step to unpair")
+        row = _store(run, user, current.merged(more), more)
+    return row
+
+
+def run_pair(*, run: Run, user, expected_id: str, observed_id: str) -> RunCorrection:
+    """Pair observed step ``observed_id`` with obligation ``expected_id`` on ``run``."""
+    return run_correct(run=run, user=user, pair=[(expected_id, observed_id)])
 
 
 def run_unpair(*, run: Run, user, expected_id: str) -> RunCorrection:
     """Refuse the current pairing of obligation ``expected_id`` on ``run``."""
+    return run_correct(run=run, user=user, unpair=[expected_id])
+
+
+def run_revert(*, run: Run, user) -> Run:
+    """Drop every correction of ``run``: the engine's own reading is the run's again.
+    The corrections stay in the history; enactments they taught stay until an annotator
+    removes them."""
     _check_correctable(run, user)
-    latest = latest_correction(run)
-    report = latest.report if latest else run.report or {}
-    observed_id = next(
-        (a["observed"] for a in report.get("alignment", []) if a["expected"] == expected_id),
-        None,
-    )
-    if observed_id is None:
-        raise ServiceError(f"{expected_id!r} is not paired on this run: nothing to unpair")
-    c = _current(run)
-    c.pair = [p for p in c.pair if p != (expected_id, observed_id)]
-    c.unpair.append((expected_id, observed_id))
-    return _store(run, user, c, "unpair", (expected_id, observed_id))
+    with transaction.atomic():
+        run = Run.objects.select_for_update(of=("self",)).get(pk=run.pk)
+        if not run.is_corrected:
+            raise ServiceError("this run has no correction to revert")
+        run.restore_automatic()
+        run.save(update_fields=[*READING_FIELDS, "automatic"])
+        RunCorrection.objects.create(
+            run=run,
+            corrections=Corrections().to_data(),
+            report=run.report,
+            overlay=run.overlay,
+            verdict=run.verdict,
+            reviewer=actor(user),
+        )
+        _record(run, user, "revert", {"verdict": run.verdict})
+    return run
 
 
 def enactment_delete(*, enactment: Enactment, user) -> None:
@@ -82,13 +126,17 @@ def _check_correctable(run: Run, user) -> None:
         )
 
 
-def _current(run: Run) -> Corrections:
-    latest = latest_correction(run)
-    return Corrections.from_data(latest.corrections if latest else None)
+def _paired_step(run: Run, expected_id: str) -> str:
+    """The step obligation ``expected_id`` is paired with in the run's reading now."""
+    for a in (run.report or {}).get("alignment", []):
+        if a["expected"] == expected_id:
+            return str(a["observed"])
+    raise ServiceError(f"{expected_id!r} is not paired on this run: nothing to unpair")
 
 
-def _corrected(run: Run, corrections: Corrections) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The report and overlay of ``run`` with ``corrections`` applied."""
+def _corrected(run: Run, corrections: Corrections):
+    """The engine's reading of ``run`` with ``corrections`` applied: report, overlay and
+    assessment."""
     expected = condition(run_contract(run), run.query_key)
     observed = observed_from_data(run.observed)
     if run.extractor != ExtractorName.NONE:
@@ -98,34 +146,50 @@ def _corrected(run: Run, corrections: Corrections) -> tuple[dict[str, Any], dict
         ev = evaluate_detailed(expected, observed, mode=run.mode, corrections=corrections)
     except (ContractEvalError, ValueError) as exc:
         raise ServiceError(str(exc)) from exc
-    return ev.report(), overlay_payload(ev, observed)
+    project = Project.objects.only("review_clean_below", "review_violation_from").get(
+        pk=run.project_id
+    )
+    return ev.report(), overlay_payload(ev, observed), ev.assess(project_thresholds(project))
 
 
-def _store(run: Run, user, c: Corrections, action: str, pair: tuple[str, str]) -> RunCorrection:
-    report, overlay = _corrected(run, c)
-    text = step_text(run.overlay or {}, pair[1])
-    with transaction.atomic():
-        row = RunCorrection.objects.create(
-            run=run,
-            corrections=c.to_data(),
-            report=report,
-            overlay=overlay,
-            verdict=report["verdict"],
-            reviewer=actor(user),
-        )
-        if action == "pair" and text:
+def _store(run: Run, user, c: Corrections, more: Corrections) -> RunCorrection:
+    """Store the corrected reading as the run's (inside the caller's transaction)."""
+    report, overlay, assessed = _corrected(run, c)
+    # the engine's own overlay keeps every step, commentary included
+    shown = (run.automatic or {}).get("overlay") or run.overlay or {}
+    texts = {o: step_text(shown, o) for _, o in more.pair}
+    run.keep_automatic()
+    run.read(report, overlay)
+    run.set_assessment(assessed)
+    run.save(update_fields=[*READING_FIELDS, "automatic"])
+    row = RunCorrection.objects.create(
+        run=run,
+        corrections=c.to_data(),
+        report=report,
+        overlay=overlay,
+        verdict=report["verdict"],
+        reviewer=actor(user),
+    )
+    for e, o in more.pair:
+        if texts[o]:
             Enactment.objects.get_or_create(
                 contract=run.contract,
-                node_id=pair[0],
-                text=text,
-                defaults={"run": run, "step_id": pair[1], "reviewer": actor(user)},
+                node_id=e,
+                text=texts[o],
+                defaults={"run": run, "step_id": o, "reviewer": actor(user)},
             )
-        AuditRecord.objects.create(
-            contract=run.contract,
-            user=actor(user),
-            action=action,
-            object_type="run",
-            object_id=str(run.pk),
-            after={"expected": pair[0], "observed": pair[1], "verdict": row.verdict},
-        )
+    kinds = [k for k, v in more.to_data().items() if v]
+    action = kinds[0] if len(kinds) == 1 else "correct"  # pair, unpair, commentary
+    _record(run, user, action, {**more.to_data(), "verdict": row.verdict})
     return row
+
+
+def _record(run: Run, user, action: str, after: dict[str, Any]) -> None:
+    AuditRecord.objects.create(
+        contract=run.contract,
+        user=actor(user),
+        action=action,
+        object_type="run",
+        object_id=str(run.pk),
+        after=after,
+    )

@@ -128,7 +128,7 @@ def run_create(request, slug):
     return render(request, "audit/runs.html", ctx, status=status)
 
 
-def _run_context(run, membership, verdict_form=None, verdict_error=""):
+def run_context(run, membership, verdict_form=None, verdict_error=""):
     report = run.report or {}
     overlay = run.overlay
     if overlay is not None:
@@ -171,7 +171,7 @@ def _run_context(run, membership, verdict_form=None, verdict_error=""):
 @require_GET
 def run_detail(request, pk):
     run, membership = run_for(request.user, pk)
-    return render(request, "audit/run.html", _run_context(run, membership))
+    return render(request, "audit/run.html", run_context(run, membership))
 
 
 @login_required
@@ -223,13 +223,13 @@ def run_verdict(request, pk):
             error = str(exc)
         else:
             if request.htmx:  # the verdict bar again, with the new verdict on top
-                ctx = _run_context(run, membership)
+                ctx = run_context(run, membership)
                 return render(request, "audit/run.html#verdict_bar", ctx)
             messages.success(request, f"Verdict recorded on run {run.pk}.")
             return redirect(f"{reverse('audit:run_detail', args=[run.pk])}#verdicts")
     else:
         error = "choose whether you agree with the report"
-    ctx = _run_context(run, membership, verdict_form=form, verdict_error=error)
+    ctx = run_context(run, membership, verdict_form=form, verdict_error=error)
     if request.htmx:  # the error beside the form, where the reviewer is looking
         return render(request, "audit/run.html#verdict_bar", ctx, status=422)
     return render(request, "audit/run.html", ctx, status=400)

@@ -5,54 +5,87 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from .. import services
 from ..models import Enactment
 from ..permissions import TEACH, UNTEACH, contract_for, run_for
+from .runs import run_context
 
 
-def _back(run_pk: int):
-    return redirect(f"{reverse('audit:run_detail', args=[run_pk])}#correction")
+def _answer(request, run, membership, message: str, failed: bool):
+    """htmx: the run's reading re-rendered in place (report, graph, corrections);
+    otherwise back to the run page with the message."""
+    if request.htmx:
+        run.refresh_from_db()
+        ctx = run_context(run, membership)
+        ctx |= {"correction_message": message, "correction_failed": failed}
+        ctx["correction_open"] = True
+        return render(request, "audit/run.html#reading", ctx, status=400 if failed else 200)
+    (messages.error if failed else messages.success)(request, message)
+    return redirect(f"{reverse('audit:run_detail', args=[run.pk])}#correction")
+
+
+def _correct(request, pk, **decisions):
+    run, membership = run_for(request.user, pk, TEACH)
+    try:
+        services.run_correct(run=run, user=request.user, **decisions)
+    except services.ServiceError as exc:
+        return _answer(request, run, membership, str(exc), True)
+    return _answer(
+        request, run, membership, "Corrections applied: this is the run's report now.", False
+    )
 
 
 @login_required
 @require_POST
 def run_pair(request, pk):
-    run, _ = run_for(request.user, pk, TEACH)
     expected_id = request.POST.get("expected", "").strip()
     observed_id = request.POST.get("observed", "").strip()
-    if not expected_id or not observed_id:
-        messages.error(request, "choose an observed step and an obligation to pair it with")
-        return _back(run.pk)
-    try:
-        services.run_pair(
-            run=run, user=request.user, expected_id=expected_id, observed_id=observed_id
-        )
-    except services.ServiceError as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(
-            request, f"Paired {observed_id} with {expected_id}: corrected report stored."
-        )
-    return _back(run.pk)
+    return _correct(
+        request, pk, pair=[(expected_id, observed_id)] if expected_id and observed_id else []
+    )
 
 
 @login_required
 @require_POST
 def run_unpair(request, pk):
-    run, _ = run_for(request.user, pk, TEACH)
+    expected_id = request.POST.get("expected", "").strip()
+    return _correct(request, pk, unpair=[expected_id] if expected_id else [])
+
+
+@login_required
+@require_POST
+def run_correct(request, pk):
+    """Many decisions at once: ``pair-<step>`` = obligation, ``unpair`` = obligations,
+    ``commentary`` = steps."""
+    pair = [
+        (value.strip(), key.removeprefix("pair-"))
+        for key, value in request.POST.items()
+        if key.startswith("pair-") and value.strip()
+    ]
+    return _correct(
+        request,
+        pk,
+        pair=pair,
+        unpair=[e for e in request.POST.getlist("unpair") if e.strip()],
+        commentary=[o for o in request.POST.getlist("commentary") if o.strip()],
+    )
+
+
+@login_required
+@require_POST
+def run_revert(request, pk):
+    run, membership = run_for(request.user, pk, TEACH)
     try:
-        services.run_unpair(
-            run=run, user=request.user, expected_id=request.POST.get("expected", "").strip()
-        )
+        services.run_revert(run=run, user=request.user)
     except services.ServiceError as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, "Pairing refused: corrected report stored.")
-    return _back(run.pk)
+        return _answer(request, run, membership, str(exc), True)
+    return _answer(
+        request, run, membership, "Reverted: the engine's reading is the run's again.", False
+    )
 
 
 @login_required

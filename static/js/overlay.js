@@ -1414,5 +1414,10 @@
     };
     if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", auto);
     else auto();
+    // A correction re-renders the run's reading in place: mount the graph it brings.
+    document.addEventListener("htmx:afterSettle", () => {
+      const fresh = Array.from(document.querySelectorAll("[data-contracteval-overlay]")).some((el) => !el.hasChildNodes());
+      if (fresh) global.ContractEvalOverlay.views = mountAll(document);
+    });
   }
 })(typeof window !== "undefined" ? window : this);

@@ -1,6 +1,6 @@
 """The enactment loop in the browser: a reviewer pairs a step the matcher left unpaired
 (a token-mode run: semantic mode pairs even this loosely worded check, with doubt), the
-corrected report appears beside the automatic one, and the next semantic run of a
+corrected report becomes the run's in place (no reload), with the automatic one kept, and the next semantic run of a
 similar trace pairs that step on its own."""
 
 from __future__ import annotations
@@ -156,9 +156,10 @@ def test_a_reviewer_pairs_and_unpairs_by_clicking_in_the_graph(live_server, page
     _click_graph(page, "check_window")
     bar = page.inner_text("[data-testid=teach-bar]")
     assert f"Pair step {step} with obligation check_window?" in bar
-    with page.expect_navigation():
-        page.click("[data-testid=teach-confirm]")
+    page.evaluate("window.__samePage = true")  # the correction re-renders in place
+    page.click("[data-testid=teach-confirm]")
     page.wait_for_selector("[data-testid=corrected-report]")
+    assert page.evaluate("window.__samePage") is True
     fix = RunCorrection.objects.filter(run=run).first()
     assert fix is not None and fix.reviewer == user
     assert fix.corrections["pair"] == [["check_window", step]]
@@ -175,13 +176,48 @@ def test_a_reviewer_pairs_and_unpairs_by_clicking_in_the_graph(live_server, page
     assert f"Unpair step {step} from obligation check_window?" in page.inner_text(
         "[data-testid=teach-bar]"
     )
-    with page.expect_navigation():
-        page.click("[data-testid=teach-confirm]")
-    page.wait_for_selector("[data-testid=corrected-report]")
+    page.click("[data-testid=teach-confirm]")
+    page.wait_for_selector(
+        f"[data-testid=unpair-form][data-expected=check_window][data-observed={step}]",
+        state="detached",
+    )
+    assert page.evaluate("window.__samePage") is True
     latest = RunCorrection.objects.filter(run=run).first()
     assert latest is not None and latest.pk != fix.pk
     assert ["check_window", step] in latest.corrections["unpair"]
     assert blocked == []
+
+
+def test_many_corrections_at_once_change_the_headline_in_place_and_revert(live_server, page, setup):
+    user, contract = setup
+    run = _run(user, contract, "1042", "ten", mode="token")
+    step = _step(run, "Ten days is nothing")
+    paired = {a["expected"]: a["observed"] for a in run.report["alignment"]}
+    chatter = paired["verify_owner"]
+    _login(page, live_server)
+    page.goto(f"{live_server.url}/r/{run.pk}/")
+    page.wait_for_selector("#overlay[data-rendered-nodes]")
+    before = page.inner_text("[data-testid=run-verdict]")
+    page.evaluate("window.__samePage = true")
+    page.locator("[data-testid=run-correction] > summary").click()
+    form = page.locator("[data-testid=correct-form]")
+    form.locator(f"input[name='pair-{step}']").fill("check_window")
+    form.locator(f"input[name=commentary][value='{chatter}']").check()
+    form.locator("button[type=submit]").click()
+    page.wait_for_selector("[data-testid=run-corrected]")
+    assert page.evaluate("window.__samePage") is True
+    page.wait_for_selector("#overlay[data-rendered-nodes]")  # the graph is drawn again
+    run.refresh_from_db()
+    assert run.is_corrected and ("omission", "verify_owner") in {
+        (f["family"], f["location"]) for f in run.report["failures"]
+    }
+    assert f"{run.failure_count} failure" in page.inner_text("[data-testid=run-verdict]")
+    page.click("[data-testid=revert-form] button")
+    page.wait_for_selector("[data-testid=run-corrected]", state="detached")
+    assert page.inner_text("[data-testid=run-verdict]") == before
+    assert page.evaluate("window.__samePage") is True
+    run.refresh_from_db()
+    assert not run.is_corrected
 
 
 def test_the_graph_offers_no_pairing_to_an_annotator(live_server, page, setup, django_user_model):

@@ -56,8 +56,35 @@ def test_corrections_naming_unknown_steps_or_inactive_obligations_are_refused() 
 
 
 def test_corrections_round_trip_through_stored_json() -> None:
-    c = Corrections(pair=[("a", "o1")], unpair=[("b", "o2")])
+    c = Corrections(pair=[("a", "o1")], unpair=[("b", "o2")], commentary=["o3"])
     assert Corrections.from_data(c.to_data()) == c
+    assert Corrections.from_data({"pair": [["a", "o1"]]}).commentary == []
+
+
+def test_a_step_read_as_commentary_is_neither_extra_nor_paired_and_leaves_its_obligation_open():
+    auto = evaluate_detailed(EXPECTED, _obs())
+    assert auto.alignment.pairs["check_window"] == "o3"
+    ev = evaluate_detailed(EXPECTED, _obs(), corrections=Corrections(commentary=["o3"]))
+    families = {(f["family"], f["location"]) for f in ev.failures}
+    assert ("omission", "check_window") in families
+    assert not any(f["family"] == "extra_action" for f in ev.failures)
+    assert "o3" not in {o.id for o in ev.alignment.kept}
+    assert ("o3", "commentary, by a reviewer") in ev.alignment.dropped
+    assert ev.metrics["observed_precision"] == 1.0
+
+
+def test_commentary_naming_an_unknown_step_is_refused() -> None:
+    with pytest.raises(ValueError, match="'o99' is not an observed step"):
+        correct(align(EXPECTED, _obs()), EXPECTED, Corrections(commentary=["o99"]))
+
+
+def test_later_corrections_replace_earlier_decisions_about_the_same_step() -> None:
+    first = Corrections(pair=[("check_window", "o3")], commentary=["o2"])
+    later = first.merged(Corrections(commentary=["o3"], pair=[("verify_owner", "o2")]))
+    assert later.pair == [("verify_owner", "o2")]
+    assert later.commentary == ["o3"]
+    undone = later.merged(Corrections(unpair=[("verify_owner", "o2")]))
+    assert undone.pair == [] and undone.unpair == [("verify_owner", "o2")]
     assert not Corrections.from_data(None)
 
 

@@ -1,5 +1,5 @@
-"""Reviewer-taught enactments: pairing and unpairing a run's steps stores a corrected
-report beside the automatic one, each confirmed pairing becomes an enactment of the
+"""Reviewer-taught enactments: pairing and unpairing a run's steps makes a corrected
+report the run's, with the automatic one kept, each confirmed pairing becomes an enactment of the
 contract (listed, removable by an annotator, exported), and the next semantic-mode run
 of a similar trace pairs the step on its own."""
 
@@ -77,8 +77,8 @@ def test_pairing_stores_a_corrected_report_with_who_and_when_and_teaches_an_enac
     assert fix.reviewer.username == "reviewer" and fix.created_at is not None
     assert ("omission", "check_window") not in _families(fix.report)
     assert ("extra_action", step) not in _families(fix.report)
-    run.refresh_from_db()  # the automatic report is kept as it was
-    assert run.report == automatic
+    run.refresh_from_db()  # the corrected report is the run's; the automatic one is kept
+    assert run.report == fix.report and run.automatic["report"] == automatic
     e = Enactment.objects.get()
     assert (e.node_id, e.text, e.run_id, e.step_id) == ("check_window", STEP, run.pk, step)
     assert e.reviewer.username == "reviewer"
@@ -198,3 +198,82 @@ def test_the_run_graph_offers_pairing_to_reviewers_through_the_correction_forms(
     ) in page
     page = login("annotator").get(f"/r/{run.pk}/").content.decode()
     assert "data-teach=" not in page and 'data-testid="unpair-form"' not in page
+
+
+def test_a_correction_becomes_the_runs_report_in_the_headline_inbox_api_and_export(
+    audited, login, django_capture_on_commit_callbacks
+):
+    client = login("reviewer")
+    run = _run(client, audited, django_capture_on_commit_callbacks)
+    before = (run.verdict, run.failure_count)
+    paired = {a["expected"]: a["observed"] for a in run.report["alignment"]}
+    r = client.post(f"/r/{run.pk}/unpair/", {"expected": "verify_owner"})
+    assert r.status_code == 302
+    run.refresh_from_db()
+    assert run.verdict == "non_clean" and ("extra_action", paired["verify_owner"]) in _families(
+        run.report
+    )
+    assert (run.automatic["verdict"], run.automatic["failure_count"]) == before
+    assert run.n_extra_action == sum(f["family"] == "extra_action" for f in run.report["failures"])
+    page = client.get(f"/r/{run.pk}/").content.decode()
+    assert 'data-testid="run-corrected"' in page and 'data-testid="automatic-verdict"' in page
+    api = client.get(f"/api/runs/{run.pk}/").json()
+    assert api["verdict"] == "non_clean" and api["failure_count"] == run.failure_count
+    exported = json.loads(client.get(f"/r/{run.pk}/export.json").content)
+    assert exported["corrected"] is True and exported["automatic"]["verdict"] == before[0]
+    inbox = client.get("/p/tests/inbox/").content.decode()
+    assert f"/r/{run.pk}/" in inbox
+    assert exported["report"]["failures"] == run.report["failures"]
+
+
+def test_many_decisions_at_once_and_a_step_read_as_commentary_and_a_revert(
+    audited, login, django_capture_on_commit_callbacks
+):
+    client = login("reviewer")
+    run = _run(client, audited, django_capture_on_commit_callbacks)
+    automatic = run.report
+    step = _step_of(run, STEP)
+    paired = {a["expected"]: a["observed"] for a in run.report["alignment"]}
+    form = {f"pair-{step}": "check_window", "unpair": ["verify_owner"]}
+    form["commentary"] = [paired["verify_owner"]]
+    r = client.post(f"/r/{run.pk}/correct/", form, HTTP_HX_REQUEST="true")
+    assert r.status_code == 200
+    body = r.content.decode()
+    assert body.lstrip().startswith('<div id="run-reading"') and "<html" not in body
+    assert 'data-testid="correction-message"' in body
+    run.refresh_from_db()
+    fix = RunCorrection.objects.get(run=run)
+    assert fix.corrections["commentary"] == [paired["verify_owner"]]
+    assert [tuple(p) for p in fix.corrections["pair"]] == [("check_window", step)]
+    families = _families(run.report)
+    assert ("extra_action", paired["verify_owner"]) not in families
+    assert ("omission", "verify_owner") in families
+    assert {"id": paired["verify_owner"], "reason": "commentary, by a reviewer"} in run.report[
+        "dropped_observed"
+    ]
+    assert AuditRecord.objects.filter(action="correct", object_id=str(run.pk)).exists()
+    r = client.post(f"/r/{run.pk}/revert/", HTTP_HX_REQUEST="true")
+    assert r.status_code == 200
+    run.refresh_from_db()
+    assert run.report == automatic and run.automatic is None
+    assert RunCorrection.objects.filter(run=run).count() == 2
+    again = client.post(f"/r/{run.pk}/revert/", HTTP_HX_REQUEST="true")
+    assert again.status_code == 400 and "no correction to revert" in again.content.decode()
+
+
+def test_an_empty_or_bad_correction_is_refused_by_name_and_stores_nothing(
+    audited, login, django_capture_on_commit_callbacks
+):
+    client = login("reviewer")
+    run = _run(client, audited, django_capture_on_commit_callbacks)
+    r = client.post(f"/r/{run.pk}/correct/", {}, HTTP_HX_REQUEST="true")
+    assert r.status_code == 400 and "choose a step" in r.content.decode()
+    r = client.post(f"/r/{run.pk}/correct/", {"commentary": ["o99"]}, HTTP_HX_REQUEST="true")
+    assert r.status_code == 400 and "&#x27;o99&#x27; is not an observed step" in r.content.decode()
+    run.refresh_from_db()
+    assert run.automatic is None and not RunCorrection.objects.exists()
+    assert (
+        login("annotator").post(f"/r/{run.pk}/correct/", {"commentary": ["o1"]}).status_code == 403
+    )
+    assert login("outsider").post(f"/r/{run.pk}/revert/").status_code == 404
+    assert client.get(f"/r/{run.pk}/correct/").status_code in (302, 405)

@@ -120,7 +120,11 @@ def test_pairing_stores_a_corrected_report_beside_the_automatic_one_and_teaches(
     assert r.status_code == 201, r.content
     data = r.json()
     assert data["corrected"]["reviewer"] == "reviewer"
-    assert data["corrected"]["corrections"] == {"pair": [["check_window", step]], "unpair": []}
+    assert data["corrected"]["corrections"] == {
+        "pair": [["check_window", step]],
+        "unpair": [],
+        "commentary": [],
+    }
     assert ("omission", "check_window") not in _failures(data["corrected"]["report"])
     assert ("omission", "check_window") in _failures(data["automatic"]["report"])
     assert data["automatic"]["verdict"] == run.verdict
@@ -268,3 +272,24 @@ def test_answers_with_real_data_conform_to_the_schema(run, users, wsgi_app):
     response = delete.call(headers=headers)
     assert response.status_code == 204
     delete.validate_response(response, checks=checks)
+
+
+def test_commentary_and_revert_through_the_api_and_the_run_follows_them(api, run):
+    client = api("reviewer")
+    step = run.report["alignment"][0]["observed"]
+    r = client.post(
+        f"/api/runs/{run.pk}/corrections/",
+        {"action": "commentary", "observed": step},
+        format="json",
+    )
+    assert r.status_code == 201, r.content
+    assert r.json()["corrected"]["corrections"]["commentary"] == [step]
+    shown = client.get(f"/api/runs/{run.pk}/").json()
+    assert shown["corrected"] is True and shown["automatic"]["verdict"] == run.verdict
+    r = client.post(f"/api/runs/{run.pk}/corrections/", {"action": "revert"}, format="json")
+    assert r.status_code == 201 and r.json()["corrected"] is None
+    shown = client.get(f"/api/runs/{run.pk}/").json()
+    assert shown["corrected"] is False and shown["automatic"] is None
+    assert shown["verdict"] == run.verdict
+    r = client.post(f"/api/runs/{run.pk}/corrections/", {"action": "commentary"}, format="json")
+    assert r.status_code == 400 and "observed" in r.json()
