@@ -24,7 +24,7 @@ SERVE_CONN_MAX_AGE ?= 60
 VENV_PATH := PATH=$(CURDIR)/$(BIN):$$PATH
 
 .PHONY: run serve test test-postgres install install-dev static model lint bench bench-batch \
-	bench-cold-start loadtest seed-runs results suite train bench-semantic bench-test-loop clean-venv
+	bench-cold-start loadtest seed-runs results suite train bench-semantic bench-review bench-test-loop clean-venv
 
 $(BIN)/python:
 	@test -n "$(PYTHON)" || { echo "Python >= 3.12 not found (set PYTHON=...)"; exit 1; }
@@ -144,6 +144,10 @@ train: install
 # The cost of semantic mode per trace against its length: docs/benchmarks-semantic.md.
 bench-semantic: install
 	$(BIN)/python scripts/bench_semantic.py
+
+# What a reviewer waits for on the embedded default, in Chromium: docs/benchmarks-review.md.
+bench-review: install
+	$(BIN)/python scripts/bench_review.py
 
 # The test loop's wall time per step and its slowest tests: docs/benchmarks-test-loop.md.
 bench-test-loop: install

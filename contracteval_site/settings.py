@@ -6,7 +6,8 @@ runs with no servers at all (SQLite, and a Celery broker in a SQLite file):
 - ``DATABASE_URL``: ``sqlite:///relative/or/absolute.sqlite3`` (default
   ``sqlite:///db.sqlite3``) or ``postgres://user:password@host:port/name``.
 - ``CELERY_BROKER_URL``: e.g. ``redis://127.0.0.1:6379/0``; absent means kombu's
-  SQLAlchemy transport on ``var/celery-broker.sqlite3`` (one machine, no server). Tasks
+  SQLAlchemy transport on ``var/celery-broker.sqlite3`` (one machine, no server),
+  looking for messages every 0.1 s (``sqla-local+``, :mod:`contracteval_site.celery`). Tasks
   always go through a broker to a worker; only the tests run them in-process.
 - ``CELERY_TASK_SOFT_TIME_LIMIT`` / ``CELERY_TASK_TIME_LIMIT`` (seconds, default 300 /
   360), ``CELERY_VISIBILITY_TIMEOUT`` (default 3600), ``JOB_STALE_AFTER`` (default 420):
@@ -406,7 +407,7 @@ SECURE_CSP = {
 # so `make run` has a real worker and nothing to install. The tests run tasks in-process
 # (tests/conftest.py sets task_always_eager on the app).
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or (
-    f"sqla+sqlite:///{VAR_DIR / 'celery-broker.sqlite3'}"
+    f"sqla-local+sqlite:///{VAR_DIR / 'celery-broker.sqlite3'}"
 )
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TASK_EAGER_PROPAGATES = True
@@ -426,7 +427,7 @@ CELERY_VISIBILITY_TIMEOUT = env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)
 # these; it deletes a message when a worker takes it, so there is no timeout to set.)
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {}
-    if CELERY_BROKER_URL.startswith("sqla+")
+    if CELERY_BROKER_URL.startswith(("sqla+", "sqla-local+"))
     else {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
 )
 # kombu's Redis transport looks for lost messages about every 100 s (10 s x every 10th

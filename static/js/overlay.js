@@ -1417,7 +1417,8 @@
     // A correction re-renders the run's reading in place: mount the graph it brings.
     document.addEventListener("htmx:afterSettle", () => {
       const fresh = Array.from(document.querySelectorAll("[data-contracteval-overlay]")).some((el) => !el.hasChildNodes());
-      if (fresh) global.ContractEvalOverlay.views = mountAll(document);
+      // after a paint: the reviewer reads the new headline while the graph is laid out
+      if (fresh) setTimeout(() => (global.ContractEvalOverlay.views = mountAll(document)), 0);
     });
   }
 })(typeof window !== "undefined" ? window : this);

@@ -96,4 +96,4 @@ def test_a_run_is_queued_and_its_page_polls_its_status(
     assert r.status_code == 302 and r["Location"] == f"/r/{run.pk}/"
     assert queued["run"] == [run.pk] and run.status == "queued" and run.report is None
     poll = client.get(f"/r/{run.pk}/status/", **HTMX)
-    assert poll.status_code == 200 and 'hx-trigger="every 1s"' in poll.content.decode()
+    assert poll.status_code == 200 and 'hx-trigger="every 500ms"' in poll.content.decode()

@@ -125,3 +125,40 @@ def test_a_worker_runs_the_full_fixture_suite_as_one_batch(
     if BENCH_OUT:
         with open(BENCH_OUT, "a", encoding="utf-8") as fh:
             fh.write(line + "\n")
+
+
+def test_a_worker_on_the_embedded_sqlite_broker_completes_a_run(
+    transactional_db, monkeypatch, tmp_path, project, users, refund_doc
+):
+    """`make run`'s broker: a SQLite file read by kombu's SQLAlchemy transport, looking for
+    messages every 0.1 s (the settings' default ``sqla-local+`` URL)."""
+    from celery import Celery
+
+    from contracteval_site.celery import LocalTransport
+
+    url = f"sqla-local+sqlite:///{tmp_path / 'broker.sqlite3'}"
+    queue = new_queue()
+    proc = start_worker(queue, env={"CELERY_BROKER_URL": url})
+    sender = Celery(broker=url, set_as_current=False)
+    with sender.connection_for_write() as conn:
+        assert isinstance(conn.transport, LocalTransport)
+        assert conn.transport.polling_interval == 0.1
+    monkeypatch.setattr(
+        enqueue,
+        "enqueue_run",
+        lambda pk: sender.send_task("audit.tasks.execute_run", args=[pk], queue=queue),
+    )
+    try:
+        contract = services.contract_import(project=project, user=users["admin"], source=refund_doc)
+        contract = services.contract_mark_audited(contract=contract, user=users["reviewer"])
+        run, _ = runs.run_create(
+            contract=contract,
+            user=users["annotator"],
+            query_key="q1",
+            kind="tau_bench",
+            data=[{"name": "respond", "kwargs": {"content": "Your refund is approved."}}],
+        )
+        wait_for(run, proc, 60)
+    finally:
+        output = stop_worker(proc)
+    assert run.status == "done", f"run is {run.status!r} {run.error}; worker: {output[-3000:]}"
