@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import transaction
 from django.utils import timezone
@@ -102,7 +102,7 @@ def proposal_run_execute(*, run_id: int, final_attempt: bool = True) -> Proposal
     calls = _CallLog()
     retry: ProposalRetry | None = None
     try:
-        nodes, edges = _propose(run, calls)
+        nodes, edges, duplicates = _propose(run, calls)
     except ServiceError as exc:
         run.status, run.error = ProposalRunStatus.FAILED, str(exc)
     except LLMError as exc:
@@ -116,6 +116,7 @@ def proposal_run_execute(*, run_id: int, final_attempt: bool = True) -> Proposal
             run.status, run.error = ProposalRunStatus.FAILED, f"{where}: {exc.reason}"
     else:
         run.status, run.created_nodes, run.created_edges = ProposalRunStatus.DONE, nodes, edges
+        run.discarded = [*run.discarded, *duplicates]
         if run.notice.startswith("attempt "):
             run.notice = ""  # a retry note from an earlier attempt that no longer applies
     _save_outcome(run, calls, finished=retry is None)
@@ -149,7 +150,7 @@ def _claim(run_id: int) -> ProposalRun:
     return run
 
 
-def _propose(run: ProposalRun, calls: _CallLog) -> tuple[int, int]:
+def _propose(run: ProposalRun, calls: _CallLog) -> Applied:
     """Run the proposer on the contract's artifact and add what it proposes."""
     contract = run.contract
     editable(contract)
@@ -202,16 +203,25 @@ def _save_outcome(run: ProposalRun, calls: _CallLog, *, finished: bool) -> None:
     )
 
 
-def contract_apply_proposals(*, contract: Contract, user, proposals: Proposals) -> tuple[int, int]:
-    """Add proposals as *proposed* nodes (and edges, invariants); returns (nodes, edges).
+class Applied(NamedTuple):
+    nodes: int
+    edges: int
+    duplicates: list[dict[str, str]]  # the proposals skipped, as discards with a reason
 
-    A proposal whose evidence is already evidence of a node of the same type is skipped,
-    so running a proposer twice adds nothing new. Ids that are taken get a suffix.
+
+def contract_apply_proposals(*, contract: Contract, user, proposals: Proposals) -> Applied:
+    """Add proposals as *proposed* nodes (and edges, invariants).
+
+    A proposal whose first evidence span shares at least half of the longer of the two
+    with the evidence of a node the contract has (of any type and status: confirmed,
+    edited, rejected) duplicates that node and is skipped, so running a proposer on a
+    curated contract, or twice, adds no parallel tree; the skipped ones are returned
+    with the node they duplicate. Ids that are taken get a suffix.
     """
     authorize(user, contract.project_id, EDIT)
     with transaction.atomic():
         contract = locked_contract(contract.pk)
-        created = _new_nodes(contract, proposals)
+        created, duplicates = _new_nodes(contract, proposals)
         Node.objects.bulk_create([n for n, _ in created])
         rename = {p["id"]: node for node, p in created}
         Span.objects.bulk_create(
@@ -251,23 +261,30 @@ def contract_apply_proposals(*, contract: Contract, user, proposals: Proposals) 
                 "proposer": proposals.proposer,
                 "nodes": [n.node_id for n, _ in created],
                 "edges": len(new_edges),
+                "duplicates": len(duplicates),
             },
         )
         touch(contract)
-    return len(created), len(new_edges)
+    return Applied(len(created), len(new_edges), duplicates)
 
 
-def _new_nodes(contract: Contract, proposals: Proposals) -> list[tuple[Node, dict[str, Any]]]:
-    """Unsaved nodes for the proposals whose first span is new for their type, each with
-    its proposal; a taken id gets a suffix."""
+def _new_nodes(
+    contract: Contract, proposals: Proposals
+) -> tuple[list[tuple[Node, dict[str, Any]]], list[dict[str, str]]]:
+    """Unsaved nodes for the proposals that duplicate no node of the contract, each with
+    its proposal (a taken id gets a suffix), and the duplicates as discards."""
     existing = list(contract.nodes.prefetch_related("spans"))
     taken = {n.node_id for n in existing}
-    seen = {(n.type, s.start, s.end) for n in existing for s in n.spans.all()}
+    held = [(s.start, s.end, n) for n in existing for s in n.spans.all()]
     position = next_position(contract.nodes)
     created: list[tuple[Node, dict[str, Any]]] = []
+    duplicates: list[dict[str, str]] = []
     for p in proposals.nodes:
         spans = [(s["start"], s["end"]) for s in p["evidence"]]
-        if spans and (p["type"], *spans[0]) in seen:
+        twin = _twin(spans[0], held) if spans else None
+        if twin is not None:
+            reason = f"duplicates node {twin.node_id} ({twin.get_review_status_display()})"
+            duplicates.append({"what": "node", "label": p["label"], "reason": reason})
             continue
         note = proposals.notes.get(p["id"])
         node = Node(
@@ -289,7 +306,18 @@ def _new_nodes(contract: Contract, proposals: Proposals) -> list[tuple[Node, dic
         taken.add(node.node_id)
         position += 1
         created.append((node, p))
-    return created
+    return created, duplicates
+
+
+def _twin(span: tuple[int, int], held: list[tuple[int, int, Node]]) -> Node | None:
+    """The node whose evidence and ``span`` share at least half of the longer of the two
+    (an edited span of the same sentence; a sentence inside a node's paragraph is not)."""
+    start, end = span
+    for a, b, node in held:
+        overlap = min(end, b) - max(start, a)
+        if overlap > 0 and overlap * 2 >= max(end - start, b - a):
+            return node
+    return None
 
 
 def _add_invariants(contract: Contract, proposed: list[dict[str, Any]]) -> None:

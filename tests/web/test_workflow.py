@@ -52,6 +52,37 @@ def test_proposing_twice_adds_nothing_new(login, draft, propose):
     assert ProposalRun.objects.filter(contract=draft, status="done").count() == 2
 
 
+def test_proposing_on_a_curated_contract_skips_the_proposals_that_duplicate_its_nodes(
+    login, project, users, refund_doc, propose
+):
+    curated = services.contract_import(project=project, user=users["admin"], source=refund_doc)
+    before = curated.nodes.count()
+    propose(login("annotator"), curated)
+    run = ProposalRun.objects.get(contract=curated)
+    duplicates = [d for d in run.discarded if d["reason"].startswith("duplicates node ")]
+    print(f"{before} curated nodes; {run.created_nodes} added, {len(duplicates)} skipped")
+    assert run.status == "done" and len(duplicates) >= before // 2
+    assert curated.nodes.count() == before + run.created_nodes
+    assert run.created_nodes < len(duplicates)
+    page = login("annotator").get(f"/c/{curated.pk}/").content.decode()
+    assert 'data-testid="run-discarded"' in page and "duplicates node" in page
+
+
+def test_a_proposal_inside_a_longer_node_is_no_duplicate(login, draft, users, propose):
+    """A node whose evidence is the whole text does not swallow the sentences
+    inside it: only spans sharing half of the longer one are the same evidence."""
+    text = draft.artifact.text
+    data = {"node_id": "everything", "type": "intent", "label": "The whole policy"}
+    whole = services.node_create(
+        contract=draft, user=users["admin"], data=data, start=0, end=len(text)
+    )
+    assert whole.pk
+    propose(login("annotator"), draft)
+    run = ProposalRun.objects.get(contract=draft)
+    assert run.created_nodes > 5
+    assert not [d for d in run.discarded if d["reason"].startswith("duplicates node")]
+
+
 def test_confirm_and_reject_update_the_node_and_append_history(login, draft, users, propose):
     propose(login("annotator"), draft)
     client = login("annotator")
