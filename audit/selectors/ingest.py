@@ -1,0 +1,34 @@
+"""Reads of live ingestion: the token a request presents, and a project's ingest page
+(tokens, routing rules, the queue of unrouted traces, the latest traces)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..models import Contract, IngestedTrace, IngestToken, Project, RoutingRule, TraceStatus
+
+LATEST = 20
+
+
+def active_token(digest: str) -> IngestToken | None:
+    """The unrevoked token with this digest, with its project (None: a 401)."""
+    return (
+        IngestToken.objects.select_related("project")
+        .filter(digest=digest, revoked_at__isnull=True)
+        .first()
+    )
+
+
+def ingest_page(project: Project) -> dict[str, Any]:
+    """What the ingest page of ``project`` shows."""
+    traces = IngestedTrace.objects.filter(project=project).defer("spans")
+    return {
+        "tokens": list(IngestToken.objects.filter(project=project)),
+        "rules": list(RoutingRule.objects.filter(project=project)),
+        "queue": list(traces.filter(status=TraceStatus.UNROUTED)[:100]),
+        "queue_count": traces.filter(status=TraceStatus.UNROUTED).count(),
+        "latest": list(traces.select_related("run", "contract")[:LATEST]),
+        "contract_keys": sorted(
+            set(Contract.objects.filter(project=project).values_list("key", flat=True))
+        ),
+    }
