@@ -32,6 +32,8 @@ runs with no servers at all (SQLite, and a Celery broker in a SQLite file):
   those of ``matching.input_limits.Limits`` (docs/operations.md, "Input limits"); every
   form, API call, upload and archive is checked against them, and an unknown name or
   an unreadable value stops the start.
+- ``OTLP_MAX_BODY_BYTES`` / ``OTLP_REQUESTS_PER_MINUTE`` / ``OTLP_QUIET_SECONDS``: live
+  ingestion at ``POST /v1/traces`` (docs/operations.md, "Live ingestion (OTLP)").
 See docs/operations.md, "Deploy settings and security".
 """
 
