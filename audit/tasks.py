@@ -138,7 +138,7 @@ def sweep_stale_jobs() -> dict:
     return jobs.sweep_stale()
 
 
-@_retrying_task(LLMRetry)
+@_retrying_task(LLMRetry, fail=traces.ingested_trace_fail)
 def route_ingested_trace(self, trace_id: int) -> dict:
     """Route complete live trace ``trace_id`` to a run or to its project's queue
     (queued by ``services.traces``); the run is evaluated by its own task."""

@@ -36,7 +36,7 @@ from ..models import (
 )
 from ..otlp import Span
 from ..permissions import RUN, authorize
-from .common import ServiceError
+from .common import ServiceError, input_limits
 from .runs import run_create
 
 logger = logging.getLogger(__name__)
@@ -49,8 +49,10 @@ SERVICE_KEYS = ("service.name",)
 
 def spans_ingest(*, token: IngestToken, traces: Mapping[str, list[Span]]) -> list[int]:
     """Store the spans of one export request, sent with ``token``; the ids of the traces
-    it completed (each routed by a task once the transaction commits)."""
+    it completed (each routed by a task once the transaction commits). A trace past
+    ``trace_events`` spans is refused (413), and nothing of the request is stored."""
     now = timezone.now()
+    most = input_limits().trace_events
     completed = []
     with transaction.atomic():
         IngestToken.objects.filter(pk=token.pk).update(last_used_at=now)
@@ -58,6 +60,8 @@ def spans_ingest(*, token: IngestToken, traces: Mapping[str, list[Span]]) -> lis
             trace = _locked_trace(token, trace_id, now)
             for span in spans:
                 trace.spans.setdefault(span.span_id, span.data)
+            if len(trace.spans) > most:
+                raise _too_many_spans(trace_id, most)
             trace.root_ended = trace.root_ended or any(s.is_root for s in spans)
             trace.last_span_at = now
             _describe(trace)
@@ -68,6 +72,15 @@ def spans_ingest(*, token: IngestToken, traces: Mapping[str, list[Span]]) -> lis
         for pk in completed:
             enqueue.ingested_trace_on_commit(pk)
     return completed
+
+
+def _too_many_spans(trace_id: str, most: int) -> ServiceError:
+    # each span renders to one event or more, so a trace of more spans could never run
+    error = ServiceError(
+        f"trace {trace_id} has more than {most:,} spans (INPUT_LIMITS trace_events)"
+    )
+    error.status = 413
+    return error
 
 
 def _locked_trace(token: IngestToken, trace_id: str, now) -> IngestedTrace:
@@ -236,6 +249,14 @@ def ingested_traces_sweep_quiet() -> dict[str, int]:
         for pk in quiet:
             enqueue.ingested_trace_on_commit(pk)
     return {"completed": len(quiet)}
+
+
+def ingested_trace_fail(trace_id: int, reason: str) -> None:
+    """A trace whose routing task gave up goes to the queue with the reason, where it
+    can be routed again."""
+    IngestedTrace.objects.filter(pk=trace_id, status=TraceStatus.COMPLETE).update(
+        status=TraceStatus.UNROUTED, reason=reason
+    )
 
 
 def ingested_trace_reroute(*, trace: IngestedTrace, user) -> IngestedTrace:

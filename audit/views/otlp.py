@@ -21,6 +21,7 @@ from .. import otlp
 from ..guards import content_length
 from ..models import IngestToken
 from ..selectors.ingest import active_token
+from ..services.common import ServiceError
 from ..services.ingest import token_digest
 from ..services.traces import spans_ingest
 
@@ -38,7 +39,10 @@ def traces(request):
         spans = otlp.spans_by_trace(message)
     except otlp.OtlpRefused as exc:
         return _refusal(exc)
-    spans_ingest(token=token, traces=spans)
+    try:
+        spans_ingest(token=token, traces=spans)
+    except ServiceError as exc:
+        return _refusal(otlp.OtlpRefused(exc.status or 400, str(exc)))
     return HttpResponse(otlp.success_body(media), content_type=media)
 
 

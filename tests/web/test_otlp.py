@@ -486,3 +486,33 @@ def test_a_get_of_a_form_only_address_changes_nothing(login, project, ingest):
     assert response.status_code in (302, 405)
     token.refresh_from_db()
     assert token.revoked_at is None
+
+
+def test_a_trace_past_the_span_limit_is_413_and_stores_nothing(export, settings):
+    from matching.input_limits import Limits
+
+    spans = _spans()
+    settings.INPUT_LIMITS = Limits(trace_events=len(spans) - 1)
+    before = row_counts()
+    response = export(_protobuf(spans))
+    assert response.status_code == 413
+    assert (
+        f"more than {len(spans) - 1} spans (INPUT_LIMITS trace_events)"
+        in response.json()["message"]
+    )
+    assert row_counts() == before
+
+
+def test_a_routing_task_that_gives_up_sends_the_trace_to_the_queue(export):
+    from audit.tasks import route_ingested_trace
+
+    class Info:
+        traceback = "Traceback (most recent call last): ..."
+
+    export(_protobuf([s for s in _spans() if s.parent is not None]))
+    trace = IngestedTrace.objects.get()
+    IngestedTrace.objects.update(status=TraceStatus.COMPLETE)
+    route_ingested_trace.on_failure(RuntimeError("disk on fire"), "id", [trace.pk], {}, Info())
+    trace.refresh_from_db()
+    assert trace.status == TraceStatus.UNROUTED
+    assert "gave up" in trace.reason and "disk on fire" in trace.reason
