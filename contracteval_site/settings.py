@@ -453,13 +453,16 @@ BATCH_CHUNKS = env.int("BATCH_CHUNKS", default=16)
 # a request may carry once decompressed (413 past it), the requests one ingest token
 # may send per minute (429 past it), and how long a trace whose root span never ended
 # stays quiet before it is taken as complete (the sweep below looks every 10 s).
-OTLP_MAX_BODY_BYTES = env.int("OTLP_MAX_BODY_BYTES", default=4 * 1024 * 1024)
-OTLP_REQUESTS_PER_MINUTE = env.int("OTLP_REQUESTS_PER_MINUTE", default=600)
-OTLP_QUIET_SECONDS = env.int("OTLP_QUIET_SECONDS", default=30)
-if min(OTLP_MAX_BODY_BYTES, OTLP_REQUESTS_PER_MINUTE, OTLP_QUIET_SECONDS) < 1:
-    raise ImproperlyConfigured(
-        "OTLP_MAX_BODY_BYTES, OTLP_REQUESTS_PER_MINUTE and OTLP_QUIET_SECONDS must be positive"
-    )
+def _positive(name: str, default: int) -> int:
+    value = env.int(name, default=default)
+    if value < 1:
+        raise ImproperlyConfigured(f"{name}={value} must be a positive whole number")
+    return value
+
+
+OTLP_MAX_BODY_BYTES = _positive("OTLP_MAX_BODY_BYTES", 4 * 1024 * 1024)
+OTLP_REQUESTS_PER_MINUTE = _positive("OTLP_REQUESTS_PER_MINUTE", 600)
+OTLP_QUIET_SECONDS = _positive("OTLP_QUIET_SECONDS", 30)
 CELERY_BEAT_SCHEDULE = {
     "sweep-stale-jobs": {"task": "audit.tasks.sweep_stale_jobs", "schedule": 60.0},
     "sweep-quiet-traces": {"task": "audit.tasks.sweep_quiet_traces", "schedule": 10.0},
