@@ -10,6 +10,8 @@ they are converted before parsing.
 Each span becomes the plain form :func:`matching.importers.otel.spans_of` reads
 (``attributes`` as a plain object, ``events`` with theirs), with the resource's
 attributes beside it, so the trace renders through the existing importer.
+
+The protobuf modules load with the first export, not when the web app starts.
 """
 
 from __future__ import annotations
@@ -19,16 +21,14 @@ import binascii
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from google.protobuf import json_format
-from google.protobuf.message import DecodeError
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
+from typing import TYPE_CHECKING, Any
 
 from matching.input_limits import InputRefused, load_json
+
+if TYPE_CHECKING:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -100,6 +100,12 @@ def unpack(body: bytes, encoding: str | None, limit: int) -> bytes:
 
 def decode(body: bytes, media: str) -> ExportTraceServiceRequest:
     """The export request of ``body`` (protobuf or OTLP/JSON), or a 400 saying why."""
+    from google.protobuf import json_format
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
     message = ExportTraceServiceRequest()
     if media == PROTOBUF:
         try:
@@ -200,6 +206,10 @@ def _span_data(s: Any, resource: dict[str, Any], scope: str) -> dict[str, Any]:
 
 def success_body(media: str) -> bytes:
     """The answer to an accepted export, in the request's encoding."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceResponse,
+    )
+
     if media == PROTOBUF:
         return ExportTraceServiceResponse().SerializeToString()
     return b"{}"

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from ..models import Contract, IngestedTrace, IngestToken, Project, RoutingRule, TraceStatus
@@ -10,11 +11,19 @@ from ..models import Contract, IngestedTrace, IngestToken, Project, RoutingRule,
 LATEST = 20
 
 
-def active_token(digest: str) -> IngestToken | None:
-    """The unrevoked token with this digest, with its project (None: a 401)."""
+def token_digest(secret: str) -> str:
+    """What is stored of a token: its SHA-256 (tokens are 256 random bits, so a plain
+    digest cannot be reversed by guessing)."""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def active_token(secret: str) -> IngestToken | None:
+    """The unrevoked token ``secret`` is, with its project (None: a 401)."""
+    if not secret:
+        return None
     return (
         IngestToken.objects.select_related("project")
-        .filter(digest=digest, revoked_at__isnull=True)
+        .filter(digest=token_digest(secret), revoked_at__isnull=True)
         .first()
     )
 

@@ -8,7 +8,6 @@ audited version when it arrives, so auditing a new version needs no new rule.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import secrets
 
@@ -26,16 +25,13 @@ from ..models import (
     RunMode,
 )
 from ..permissions import INGEST, authorize
+from ..selectors.ingest import token_digest
 from .common import ServiceError, actor
 
 logger = logging.getLogger(__name__)
 
 TOKEN_PREFIX = "ce_"
 RULE_MODES = (RunMode.TOKEN, RunMode.SEMANTIC)  # oracle needs gold labels a live trace lacks
-
-
-def token_digest(secret: str) -> str:
-    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
 def ingest_token_create(*, project: Project, user, name: str) -> tuple[IngestToken, str]:

@@ -22,8 +22,6 @@ from ..permissions import (
     routing_rule_for,
 )
 from ..selectors.ingest import ingest_page
-from ..services import ingest as ingest_services
-from ..services import traces as trace_services
 
 PAGE = "audit/ingest.html"
 
@@ -64,7 +62,7 @@ def token_create(request, slug):
     form, extra = IngestTokenForm(request.POST), {}
     if form.is_valid():
         try:
-            token, secret = ingest_services.ingest_token_create(
+            token, secret = services.ingest_token_create(
                 project=project, user=request.user, name=form.cleaned_data["name"]
             )
             extra = {"new_token": token, "new_secret": secret}
@@ -80,7 +78,7 @@ def token_create(request, slug):
 @require_POST
 def token_revoke(request, slug, token_pk):
     token = ingest_token_for(request.user, slug, token_pk, INGEST)
-    ingest_services.ingest_token_revoke(token=token, user=request.user)
+    services.ingest_token_revoke(token=token, user=request.user)
     return _done(request, slug, "tokens")
 
 
@@ -92,9 +90,7 @@ def rule_create(request, slug):
     form = RoutingRuleForm(request.POST, contract_keys=keys)
     if form.is_valid():
         try:
-            ingest_services.routing_rule_create(
-                project=project, user=request.user, **form.cleaned_data
-            )
+            services.routing_rule_create(project=project, user=request.user, **form.cleaned_data)
         except services.ServiceError as exc:
             form.add_error(None, str(exc))
         else:
@@ -107,7 +103,7 @@ def rule_create(request, slug):
 @require_POST
 def rule_delete(request, slug, rule_pk):
     rule = routing_rule_for(request.user, slug, rule_pk, INGEST)
-    ingest_services.routing_rule_delete(rule=rule, user=request.user)
+    services.routing_rule_delete(rule=rule, user=request.user)
     return _done(request, slug, "rules")
 
 
@@ -118,7 +114,7 @@ def trace_reroute(request, slug, trace_pk):
     trace = ingested_trace_for(request.user, slug, trace_pk, RUN)
     # an error means it was routed meanwhile: the page shows where it went
     with contextlib.suppress(services.ServiceError):
-        trace_services.ingested_trace_reroute(trace=trace, user=request.user)
+        services.ingested_trace_reroute(trace=trace, user=request.user)
     return _done(request, slug, "queue")
 
 

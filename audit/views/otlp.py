@@ -17,13 +17,10 @@ from django.core.cache import cache
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from .. import otlp
+from .. import otlp, services
 from ..guards import content_length
 from ..models import IngestToken
 from ..selectors.ingest import active_token
-from ..services.common import ServiceError
-from ..services.ingest import token_digest
-from ..services.traces import spans_ingest
 
 
 @csrf_exempt
@@ -40,16 +37,16 @@ def traces(request):
     except otlp.OtlpRefused as exc:
         return _refusal(exc)
     try:
-        spans_ingest(token=token, traces=spans)
-    except ServiceError as exc:
+        services.spans_ingest(token=token, traces=spans)
+    except services.ServiceError as exc:
         return _refusal(otlp.OtlpRefused(exc.status or 400, str(exc)))
     return HttpResponse(otlp.success_body(media), content_type=media)
 
 
 def _token(request) -> IngestToken:
     scheme, _, secret = request.headers.get("Authorization", "").partition(" ")
-    token = active_token(token_digest(secret.strip())) if scheme.lower() == "bearer" else None
-    if token is None or not secret.strip():
+    token = active_token(secret.strip()) if scheme.lower() == "bearer" else None
+    if token is None:
         raise otlp.OtlpRefused(401, "send a valid ingest token: Authorization: Bearer <token>")
     return token
 

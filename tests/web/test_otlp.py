@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from audit import services
 from audit.models import IngestedTrace, IngestToken, RoutingRule, Run, TraceStatus
-from audit.services.ingest import token_digest
+from audit.selectors.ingest import token_digest
 
 from .otlp_agent import CARELESS_REFUND, QUERY_Q1, provider, run_agent
 from .sweep import row_counts
