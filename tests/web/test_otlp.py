@@ -240,8 +240,10 @@ def test_a_trace_whose_root_never_comes_runs_after_the_quiet_period(
     IngestedTrace.objects.update(
         last_span_at=IngestedTrace.objects.get().last_span_at - timedelta(seconds=31)
     )
+    from audit.tasks import sweep_quiet_traces
+
     with django_capture_on_commit_callbacks(execute=True):
-        assert services.ingested_traces_sweep_quiet() == {"completed": 1}
+        assert sweep_quiet_traces.delay().get() == {"completed": 1}
     trace = IngestedTrace.objects.get()
     assert trace.status == TraceStatus.RUN and trace.run.query_key == "q1"
 
