@@ -60,6 +60,10 @@ class Span:
     def is_root(self) -> bool:
         return not self.parent_span_id
 
+    @property
+    def ended(self) -> bool:
+        return self.data["endTimeUnixNano"] not in ("", "0")
+
 
 def media_type(content_type: str | None) -> str:
     """The media type of ``Content-Type`` if it is one OTLP/HTTP sends, else a 415."""

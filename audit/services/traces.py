@@ -62,7 +62,7 @@ def spans_ingest(*, token: IngestToken, traces: Mapping[str, list[Span]]) -> lis
                 trace.spans.setdefault(span.span_id, span.data)
             if len(trace.spans) > most:
                 raise _too_many_spans(trace_id, most)
-            trace.root_ended = trace.root_ended or any(s.is_root for s in spans)
+            trace.root_ended = trace.root_ended or any(s.is_root and s.ended for s in spans)
             trace.last_span_at = now
             _describe(trace)
             if trace.status == TraceStatus.OPEN and trace.root_ended:

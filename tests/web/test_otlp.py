@@ -518,3 +518,28 @@ def test_a_routing_task_that_gives_up_sends_the_trace_to_the_queue(export):
     trace.refresh_from_db()
     assert trace.status == TraceStatus.UNROUTED
     assert "gave up" in trace.reason and "disk on fire" in trace.reason
+
+
+def test_a_root_span_without_an_end_time_does_not_complete_the_trace(export):
+    spans = _spans()
+    message = encode_spans(spans)
+    for rs in message.resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                if not span.parent_span_id:
+                    span.end_time_unix_nano = 0
+    assert export(message.SerializeToString()).status_code == 200
+    assert IngestedTrace.objects.get().status == TraceStatus.OPEN
+
+
+def test_an_htmx_token_request_answers_the_tokens_section_with_the_secret(login, project):
+    response = login("admin").post(
+        f"/p/{project.slug}/ingest/tokens/", {"name": "bot"}, HTTP_HX_REQUEST="true"
+    )
+    body = response.content.decode()
+    assert response.status_code == 200 and 'id="ingest-tokens"' in body
+    assert "<html" not in body and response.context["new_secret"] in body
+    response = login("admin").post(
+        f"/p/{project.slug}/ingest/tokens/", {"name": " "}, HTTP_HX_REQUEST="true"
+    )
+    assert response.status_code == 422 and "This field is required" in response.content.decode()
