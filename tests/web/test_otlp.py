@@ -365,20 +365,6 @@ def test_a_trace_without_gen_ai_spans_is_ignored(export):
     assert IngestedTrace.objects.get().status == TraceStatus.IGNORED
 
 
-def test_gen_ai_message_events_render_as_the_conversation():
-    from matching.importers import render
-
-    span = {
-        "startTimeUnixNano": "1",
-        "attributes": {"gen_ai.operation.name": "chat"},
-        "events": [
-            {"name": "gen_ai.user.message", "attributes": {"content": "Refund order 7."}},
-            {"name": "gen_ai.choice", "attributes": {"message": '{"content": "Refunded."}'}},
-        ],
-    }
-    assert render("otel", {"spans": [span]}) == "[user] Refund order 7.\n[assistant] Refunded.\n"
-
-
 # ---------------------------------------------------------------- the page and its permissions
 
 
