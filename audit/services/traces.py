@@ -5,8 +5,9 @@ Spans are kept by span id, so a span sent twice (an exporter's retry) is stored 
 and spans of one trace may arrive in any number of requests. A trace is complete when
 its root span (no parent) arrives (the SDKs export a span when it ends, so the root
 comes last), or when no span has arrived for ``OTLP_QUIET_SECONDS`` (the beat task
-``sweep_quiet_traces``). A complete trace is routed once: spans that arrive later are
-stored but start no second run, and the run of the same input is the same run.
+``sweep_quiet_traces``). A complete trace is routed once: spans that arrive after its
+run are stored but start no second run (and the run of the same input is the same
+run); an unrouted trace that gains spans is routed again.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ def spans_ingest(*, token: IngestToken, traces: Mapping[str, list[Span]]) -> lis
         IngestToken.objects.filter(pk=token.pk).update(last_used_at=now)
         for trace_id, spans in traces.items():
             trace = _locked_trace(token, trace_id, now)
+            known = len(trace.spans)
             for span in spans:
                 trace.spans.setdefault(span.span_id, span.data)
             if len(trace.spans) > most:
@@ -65,8 +67,11 @@ def spans_ingest(*, token: IngestToken, traces: Mapping[str, list[Span]]) -> lis
             trace.root_ended = trace.root_ended or any(s.is_root and s.ended for s in spans)
             trace.last_span_at = now
             _describe(trace)
-            if trace.status == TraceStatus.OPEN and trace.root_ended:
-                trace.status = TraceStatus.COMPLETE
+            # an unrouted trace that gains spans (its root, after the quiet period) may
+            # route now; a routed one keeps its run
+            late = trace.status == TraceStatus.UNROUTED and len(trace.spans) > known
+            if late or (trace.status == TraceStatus.OPEN and trace.root_ended):
+                trace.status, trace.reason = TraceStatus.COMPLETE, ""
                 completed.append(trace.pk)
             trace.save()
         for pk in completed:

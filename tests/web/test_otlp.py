@@ -529,3 +529,14 @@ def test_an_htmx_token_request_answers_the_tokens_section_with_the_secret(login,
         f"/p/{project.slug}/ingest/tokens/", {"name": " "}, HTTP_HX_REQUEST="true"
     )
     assert response.status_code == 422 and "This field is required" in response.content.decode()
+
+
+def test_an_unrouted_trace_that_gains_its_root_later_is_routed_again(export, settings):
+    spans = _spans()
+    export(_protobuf([s for s in spans if s.parent is not None]))
+    IngestedTrace.objects.update(status=TraceStatus.UNROUTED, reason="no routing rule matches")
+    export(_protobuf([s for s in spans if s.parent is not None]))  # nothing new: stays
+    assert IngestedTrace.objects.get().status == TraceStatus.UNROUTED
+    export(_protobuf([s for s in spans if s.parent is None]))  # the root, with the agent name
+    trace = IngestedTrace.objects.get()
+    assert trace.status == TraceStatus.RUN and trace.reason == "" and trace.run is not None
