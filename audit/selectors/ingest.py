@@ -36,7 +36,7 @@ def ingest_page(project: Project) -> dict[str, Any]:
         "rules": list(RoutingRule.objects.filter(project=project)),
         "queue": list(traces.filter(status=TraceStatus.UNROUTED)[:100]),
         "queue_count": traces.filter(status=TraceStatus.UNROUTED).count(),
-        "latest": list(traces.select_related("run", "contract")[:LATEST]),
+        "latest": list(traces.select_related("contract")[:LATEST]),  # the run by id only
         "contract_keys": sorted(
             set(Contract.objects.filter(project=project).values_list("key", flat=True))
         ),
