@@ -540,3 +540,20 @@ def test_an_unrouted_trace_that_gains_its_root_later_is_routed_again(export, set
     export(_protobuf([s for s in spans if s.parent is None]))  # the root, with the agent name
     trace = IngestedTrace.objects.get()
     assert trace.status == TraceStatus.RUN and trace.reason == "" and trace.run is not None
+
+
+def test_the_page_reads_in_the_same_queries_for_1_or_30_traces(login, project, export):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def count() -> int:
+        client = login("admin")
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(f"/p/{project.slug}/ingest/").status_code == 200
+        return len(queries)
+
+    export(_protobuf(_spans(agent="nobody")))
+    one = count()
+    for i in range(29):
+        export(_protobuf(_spans(agent=f"bot-{i}")))
+    assert IngestedTrace.objects.count() == 30 and count() == one
