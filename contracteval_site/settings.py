@@ -449,6 +449,8 @@ JOB_MAX_ATTEMPTS = env.int("JOB_MAX_ATTEMPTS", default=3)
 # evenly (audit/services/chunks.py, chunk_size).
 BATCH_CHUNK_CASES = env.int("BATCH_CHUNK_CASES", default=200)
 BATCH_CHUNKS = env.int("BATCH_CHUNKS", default=16)
+
+
 # Live ingestion over OTLP/HTTP (POST /v1/traces, docs/connect.md): the largest body
 # a request may carry once decompressed (413 past it), the requests one ingest token
 # may send per minute (429 past it), and how long a trace whose root span never ended
