@@ -46,6 +46,14 @@ def enqueue_proposals(run_id: int) -> None:
     logger.info("queued proposal run %s", run_id)
 
 
+def enqueue_ingested_trace(trace_id: int) -> None:
+    """Send the routing of complete live trace ``trace_id`` to the workers."""
+    from .tasks import route_ingested_trace
+
+    route_ingested_trace.delay(trace_id)
+    logger.info("queued live trace %s", trace_id)
+
+
 # The lambdas look the senders up when the transaction commits, so a test (or a
 # deployment) can replace a sender on this module.
 def run_on_commit(run_id: int) -> None:
@@ -58,3 +66,7 @@ def batch_on_commit(batch_id: int) -> None:
 
 def proposals_on_commit(run_id: int) -> None:
     transaction.on_commit(lambda: enqueue_proposals(run_id))
+
+
+def ingested_trace_on_commit(trace_id: int) -> None:
+    transaction.on_commit(lambda: enqueue_ingested_trace(trace_id))

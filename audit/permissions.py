@@ -22,9 +22,12 @@ from .models import (
     Batch,
     Comment,
     Contract,
+    IngestedTrace,
+    IngestToken,
     Membership,
     Project,
     Role,
+    RoutingRule,
     Run,
     TeamPhase,
 )
@@ -48,6 +51,10 @@ ASSIGN = Role.ADMIN  # assign work, switch double annotation on or off
 CURATE = Role.REVIEWER  # adjudicate a double-annotated contract
 COMMENT = Role.ANNOTATOR  # write, resolve and reopen comments
 THRESHOLDS = Role.ADMIN  # set the P(violation) thresholds of a project's review
+# Ingest tokens are credentials and routing rules decide what runs: admins only. The
+# live traces and their queue are runs in the making: whoever sees runs sees them,
+# and whoever starts runs may route a queued trace again.
+INGEST = Role.ADMIN
 
 
 def can_create(role: str) -> bool:
@@ -135,6 +142,33 @@ def batch_for(user: Any, pk: int, minimum: str = RUN) -> tuple[Batch, Membership
     if batch is None:
         raise Http404("no such batch")
     return batch, require(user, batch.project_id, minimum)
+
+
+def _in_project(obj: Any, slug: str, user: Any, minimum: str) -> Membership:
+    if obj is None or obj.project.slug != slug:
+        raise Http404("no such object")
+    return require(user, obj.project_id, minimum)
+
+
+def ingest_token_for(user: Any, slug: str, pk: int, minimum: str = INGEST) -> IngestToken:
+    """Ingest token ``pk`` of project ``slug`` (404 outside it, 403 below ``minimum``)."""
+    token = IngestToken.objects.select_related("project").filter(pk=pk).first()
+    _in_project(token, slug, user, minimum)
+    return token  # type: ignore[return-value]
+
+
+def routing_rule_for(user: Any, slug: str, pk: int, minimum: str = INGEST) -> RoutingRule:
+    """Routing rule ``pk`` of project ``slug`` (404 outside it, 403 below ``minimum``)."""
+    rule = RoutingRule.objects.select_related("project").filter(pk=pk).first()
+    _in_project(rule, slug, user, minimum)
+    return rule  # type: ignore[return-value]
+
+
+def ingested_trace_for(user: Any, slug: str, pk: int, minimum: str = RUN) -> IngestedTrace:
+    """Ingested trace ``pk`` of project ``slug`` (404 outside it, 403 below ``minimum``)."""
+    trace = IngestedTrace.objects.select_related("project").filter(pk=pk).first()
+    _in_project(trace, slug, user, minimum)
+    return trace  # type: ignore[return-value]
 
 
 # ---------------------------------------------------------------------------- team work

@@ -18,7 +18,7 @@ from django.db import InterfaceError, OperationalError
 # nothing imports the app at start-up (see contracteval_site/__init__.py).
 from contracteval_site.celery import app as app
 
-from .services import batches, chunks, jobs, proposals, runs
+from .services import batches, chunks, jobs, proposals, runs, traces
 from .services.common import LLMRetry
 from .services.proposals import ProposalRetry
 
@@ -136,3 +136,17 @@ def execute_chunk(self, chunk_id: int) -> dict:
 def sweep_stale_jobs() -> dict:
     """Every minute (Celery beat): queue again, or fail, jobs whose worker went away."""
     return jobs.sweep_stale()
+
+
+@_retrying_task(LLMRetry, fail=traces.ingested_trace_fail)
+def route_ingested_trace(self, trace_id: int) -> dict:
+    """Route complete live trace ``trace_id`` to a run or to its project's queue
+    (queued by ``services.traces``); the run is evaluated by its own task."""
+    trace = traces.ingested_trace_route(trace_id=trace_id)
+    return {"trace": trace.pk, "status": trace.status, "run": trace.run_id}
+
+
+@shared_task
+def sweep_quiet_traces() -> dict:
+    """Every 10 s (Celery beat): live traces quiet for OTLP_QUIET_SECONDS are complete."""
+    return traces.ingested_traces_sweep_quiet()

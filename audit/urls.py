@@ -5,6 +5,7 @@ from .views import (
     batches,
     contracts,
     inbox,
+    ingest,
     invariants,
     projects,
     queries,
@@ -60,6 +61,25 @@ urlpatterns = [
     path("p/<slug:slug>/runs/new/", runs.run_create, name="run_create"),
     path("p/<slug:slug>/inbox/", inbox.inbox, name="inbox"),
     path("p/<slug:slug>/inbox.<str:fmt>", inbox.inbox_export, name="inbox_export"),
+    # live ingestion over OTLP: tokens, routing rules, the queue of unrouted traces
+    path("p/<slug:slug>/ingest/", ingest.ingest, name="ingest"),
+    path("p/<slug:slug>/ingest/tokens/", ingest.token_create, name="ingest_token_create"),
+    path(
+        "p/<slug:slug>/ingest/tokens/<int:token_pk>/revoke/",
+        ingest.token_revoke,
+        name="ingest_token_revoke",
+    ),
+    path("p/<slug:slug>/ingest/rules/", ingest.rule_create, name="routing_rule_create"),
+    path(
+        "p/<slug:slug>/ingest/rules/<int:rule_pk>/delete/",
+        ingest.rule_delete,
+        name="routing_rule_delete",
+    ),
+    path(
+        "p/<slug:slug>/ingest/traces/<int:trace_pk>/route/",
+        ingest.trace_reroute,
+        name="ingested_trace_reroute",
+    ),
     path("p/<slug:slug>/batches/", batches.batch_list, name="batch_list"),
     path("p/<slug:slug>/batches/new/", batches.batch_create, name="batch_create"),
     path("r/<int:pk>/", runs.run_detail, name="run_detail"),

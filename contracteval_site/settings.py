@@ -33,6 +33,8 @@ runs with no servers at all (SQLite, and a Celery broker in a SQLite file):
   those of ``matching.input_limits.Limits`` (docs/operations.md, "Input limits"); every
   form, API call, upload and archive is checked against them, and an unknown name or
   an unreadable value stops the start.
+- ``OTLP_MAX_BODY_BYTES`` / ``OTLP_REQUESTS_PER_MINUTE`` / ``OTLP_QUIET_SECONDS``: live
+  ingestion at ``POST /v1/traces`` (docs/operations.md, "Live ingestion (OTLP)").
 See docs/operations.md, "Deploy settings and security".
 """
 
@@ -448,8 +450,25 @@ JOB_MAX_ATTEMPTS = env.int("JOB_MAX_ATTEMPTS", default=3)
 # evenly (audit/services/chunks.py, chunk_size).
 BATCH_CHUNK_CASES = env.int("BATCH_CHUNK_CASES", default=200)
 BATCH_CHUNKS = env.int("BATCH_CHUNKS", default=16)
+
+
+# Live ingestion over OTLP/HTTP (POST /v1/traces, docs/connect.md): the largest body
+# a request may carry once decompressed (413 past it), the requests one ingest token
+# may send per minute (429 past it), and how long a trace whose root span never ended
+# stays quiet before it is taken as complete (the sweep below looks every 10 s).
+def _positive(name: str, default: int) -> int:
+    value = env.int(name, default=default)
+    if value < 1:
+        raise ImproperlyConfigured(f"{name}={value} must be a positive whole number")
+    return value
+
+
+OTLP_MAX_BODY_BYTES = _positive("OTLP_MAX_BODY_BYTES", 4 * 1024 * 1024)
+OTLP_REQUESTS_PER_MINUTE = _positive("OTLP_REQUESTS_PER_MINUTE", 600)
+OTLP_QUIET_SECONDS = _positive("OTLP_QUIET_SECONDS", 30)
 CELERY_BEAT_SCHEDULE = {
     "sweep-stale-jobs": {"task": "audit.tasks.sweep_stale_jobs", "schedule": 60.0},
+    "sweep-quiet-traces": {"task": "audit.tasks.sweep_quiet_traces", "schedule": 10.0},
 }
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

@@ -5,6 +5,7 @@ batches."""
 
 from __future__ import annotations
 
+from .ingest import IngestTokenForm, RoutingRuleForm
 from .runs import BatchForm, EvaluatorSelect, ReviewThresholdsForm, RunForm, VerdictForm
 from .workspace import (
     ARTIFACT_EXTENSIONS,
@@ -37,6 +38,8 @@ __all__ = [
     "EDGE_RELATIONS",
     "EDGE_VERBS",
     "EdgeForm",
+    "IngestTokenForm",
+    "RoutingRuleForm",
     "EvaluatorSelect",
     "EvidenceForm",
     "ImportForm",

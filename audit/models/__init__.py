@@ -21,6 +21,7 @@ from .contracts import (
     ReviewStatus,
     Span,
 )
+from .ingest import IngestedTrace, IngestToken, QuerySource, RoutingRule, TraceStatus
 from .projects import Membership, Project, Role
 from .runs import (
     ASSESSMENT_RANK,
@@ -82,6 +83,8 @@ __all__ = [
     "Enactment",
     "EdgeKind",
     "ExtractorName",
+    "IngestToken",
+    "IngestedTrace",
     "InputKind",
     "Invariant",
     "JudgeKind",
@@ -92,6 +95,7 @@ __all__ = [
     "ProposalRun",
     "ProposalRunStatus",
     "Query",
+    "QuerySource",
     "ReviewStatus",
     "ReviewVerdict",
     "Role",
@@ -99,5 +103,7 @@ __all__ = [
     "RunCorrection",
     "RunMode",
     "RunStatus",
+    "RoutingRule",
+    "TraceStatus",
     "Span",
 ]

@@ -41,6 +41,12 @@ if TYPE_CHECKING:
         contract_update_details,
     )
     from .edges import edge_create, edge_delete
+    from .ingest import (
+        ingest_token_create,
+        ingest_token_revoke,
+        routing_rule_create,
+        routing_rule_delete,
+    )
     from .invariants import invariant_create, invariant_delete, invariant_update
     from .nodes import (
         node_add_evidence,
@@ -71,6 +77,12 @@ if TYPE_CHECKING:
         tool_binding_confirm,
         tool_catalogue_import,
         tools_declare_read_only,
+    )
+    from .traces import (
+        ingested_trace_reroute,
+        ingested_trace_route,
+        ingested_traces_sweep_quiet,
+        spans_ingest,
     )
     from .verdicts import verdict_record
 
@@ -141,6 +153,14 @@ _LAZY = {
     "tool_catalogue_import": "tools",
     "tools_declare_read_only": "tools",
     "verdict_record": "verdicts",
+    "ingest_token_create": "ingest",
+    "ingest_token_revoke": "ingest",
+    "routing_rule_create": "ingest",
+    "routing_rule_delete": "ingest",
+    "ingested_trace_reroute": "traces",
+    "ingested_trace_route": "traces",
+    "ingested_traces_sweep_quiet": "traces",
+    "spans_ingest": "traces",
 }
 __all__ = [
     "CONTRACTEVAL",
@@ -208,6 +228,14 @@ __all__ = [
     "tool_catalogue_import",
     "tools_declare_read_only",
     "verdict_record",
+    "ingest_token_create",
+    "ingest_token_revoke",
+    "routing_rule_create",
+    "routing_rule_delete",
+    "ingested_trace_reroute",
+    "ingested_trace_route",
+    "ingested_traces_sweep_quiet",
+    "spans_ingest",
 ]
 
 

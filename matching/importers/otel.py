@@ -12,6 +12,13 @@ Both generations of the conventions are read:
 - the indexed attributes ``gen_ai.prompt.N.role`` / ``.content`` and
   ``gen_ai.completion.N.role`` / ``.content`` / ``.tool_calls.M.name`` / ``.arguments``.
 
+Span events carry the same content in some instrumentations: the attributes of a
+``gen_ai.*`` event (``gen_ai.client.inference.operation.details``) are read as the
+span's, ``gen_ai.content.prompt`` / ``gen_ai.content.completion`` (``gen_ai.prompt`` /
+``gen_ai.completion`` JSON) as its input and output messages, and the message events
+(``gen_ai.user.message``, ``gen_ai.assistant.message``, ``gen_ai.tool.message``,
+``gen_ai.system.message``, ``gen_ai.choice``) as one message each.
+
 A chat span's input repeats the conversation so far, so the trace is the *last* chat
 span's input followed by its output. Tool spans (``gen_ai.operation.name`` =
 ``execute_tool``) are used when no chat span carries the conversation.
@@ -61,6 +68,59 @@ def _attributes(span: Mapping[str, Any]) -> dict[str, Any]:
     return dict(raw) if isinstance(raw, Mapping) else {}
 
 
+_MESSAGE_EVENTS = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
+
+
+def _event_message(name: str, attrs: Mapping[str, Any]) -> dict[str, Any] | None:
+    """One conversation message from a message event (None for any other event)."""
+    if name == "gen_ai.choice":
+        message = attrs.get("message")
+        if isinstance(message, str):
+            try:
+                message = json.loads(message)
+            except json.JSONDecodeError:
+                message = {"content": message}
+        if isinstance(message, Mapping):
+            return {"role": "assistant", **message}
+        return {"role": "assistant", "content": attrs.get("content")}
+    if name in _MESSAGE_EVENTS:
+        return {"role": attrs.get("role") or _MESSAGE_EVENTS[name], "content": attrs.get("content")}
+    return None
+
+
+def _with_events(attrs: dict[str, Any], events: Any) -> dict[str, Any]:
+    """``attrs`` with what the span's ``gen_ai`` events say folded in (attributes the
+    span sets itself win)."""
+    inputs: list[Any] = []
+    outputs: list[Any] = []
+    folded: dict[str, Any] = {}
+    for event in events if isinstance(events, list) else []:
+        if not isinstance(event, Mapping):
+            continue
+        name, e_attrs = str(event.get("name") or ""), _attributes(event)
+        message = _event_message(name, e_attrs)
+        if message is not None:
+            (outputs if name == "gen_ai.choice" else inputs).append(message)
+        elif name == "gen_ai.content.prompt" and "gen_ai.prompt" in e_attrs:
+            folded.setdefault("gen_ai.input.messages", e_attrs["gen_ai.prompt"])
+        elif name == "gen_ai.content.completion" and "gen_ai.completion" in e_attrs:
+            folded.setdefault("gen_ai.output.messages", e_attrs["gen_ai.completion"])
+        elif name.startswith("gen_ai."):
+            for key, value in e_attrs.items():
+                if key.startswith("gen_ai."):
+                    folded.setdefault(key, value)
+    if inputs:
+        folded.setdefault("gen_ai.input.messages", inputs)
+    if outputs:
+        folded.setdefault("gen_ai.output.messages", outputs)
+    return {**folded, **attrs}
+
+
 def spans_of(data: Any) -> list[dict[str, Any]]:
     """Every span of an export, as ``{"start": …, "attrs": {…}}`` in start order."""
     spans: list[Any] = []
@@ -78,7 +138,8 @@ def spans_of(data: Any) -> list[dict[str, Any]]:
     for s in spans:
         if isinstance(s, Mapping):
             start = s.get("startTimeUnixNano") or s.get("start_time") or s.get("startTime") or 0
-            out.append({"start": str(start).zfill(32), "attrs": _attributes(s)})
+            attrs = _with_events(_attributes(s), s.get("events"))
+            out.append({"start": str(start).zfill(32), "attrs": attrs})
     return sorted(out, key=lambda s: s["start"])
 
 

@@ -1,4 +1,4 @@
-"""WCAG 2.1 AA on the workspace, the run page and the inbox, checked by axe-core
+"""WCAG 2.1 AA on the workspace, the run page, the inbox and the live traces, checked by axe-core
 (vendored from npm into static/vendor/ by `make static`): no serious or critical
 violation."""
 
@@ -8,10 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 from web.conftest import require_service
 
 from audit import services
-from audit.models import Contract, Membership, Project
+from audit.models import Contract, IngestedTrace, Membership, Project
 from browser.test_review import CHAT, PASSWORD, ROOT
 
 pytestmark = [pytest.mark.browser]
@@ -30,6 +31,8 @@ def project(django_user_model):
     user = django_user_model.objects.create_user(username="rev", password=PASSWORD)
     project = Project.objects.create(name="Demo", slug="demo")
     Membership.objects.create(project=project, user=user, role="reviewer")
+    admin = django_user_model.objects.create_user(username="adm", password=PASSWORD)
+    Membership.objects.create(project=project, user=admin, role="admin")
     doc = json.loads((ROOT / "fixtures" / "demo" / "refund-mini.json").read_text())
     contract = services.contract_import(project=project, user=user, source=doc)
     services.contract_mark_audited(contract=contract, user=user)
@@ -44,6 +47,23 @@ def project(django_user_model):
     )
     services.run_execute(run_id=run.pk)
     draft = services.contract_new_version(contract=contract, user=user)
+    services.ingest_token_create(project=project, user=admin, name="refund-bot")
+    services.routing_rule_create(
+        project=project,
+        user=admin,
+        attribute="gen_ai.agent.name",
+        value="refund-bot",
+        contract_key="refund-mini",
+        query_value="q1",
+    )
+    IngestedTrace.objects.create(
+        project=project,
+        trace_id="a" * 32,
+        last_span_at=timezone.now(),
+        status="unrouted",
+        agent_name="other-bot",
+        reason="no routing rule matches this trace (agent 'other-bot')",
+    )
     return project, draft, run
 
 
@@ -67,8 +87,24 @@ def test_workspace_run_and_inbox_have_no_serious_or_critical_violations(live_ser
         ("workspace", f"/c/{draft.pk}/?node={node.node_id}", "[data-testid=node-card]"),
         ("run", f"/r/{run.pk}/", "#overlay[data-rendered-nodes]"),
         ("inbox", "/p/demo/inbox/", "[data-testid=inbox]"),
+        ("live traces", "/p/demo/ingest/", "[data-testid=ingest-queue]"),
     ]:
         page.goto(live_server.url + url)
         page.wait_for_selector(ready)
         found[name] = _violations(page, live_server.url)
-    assert found == {"workspace": [], "run": [], "inbox": []}
+    assert found == {"workspace": [], "run": [], "inbox": [], "live traces": []}
+
+
+def test_the_live_traces_page_with_its_forms_has_no_serious_or_critical_violations(
+    live_server, page, project
+):
+    require_service(Path(AXE).exists(), f"{AXE} missing: run `make static`")
+    page.goto(f"{live_server.url}/login/")
+    page.fill("input[name=username]", "adm")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.goto(f"{live_server.url}/p/demo/ingest/")
+    page.fill("#ingest-tokens input[name=name]", "second bot")
+    page.click("text=Create token")
+    page.wait_for_selector("[data-testid=new-token]")
+    assert _violations(page, live_server.url) == []

@@ -159,6 +159,51 @@ def test_otel_tool_spans_alone_still_render():
     )
 
 
+@pytest.mark.parametrize(
+    "events",
+    [
+        [  # one event per message, as the OpenAI instrumentations recorded them
+            {"name": "gen_ai.user.message", "attributes": {"content": "Refund order 7."}},
+            {"name": "gen_ai.choice", "attributes": {"message": '{"content": "Refunded."}'}},
+        ],
+        [  # the operation-details event of the current conventions
+            {
+                "name": "gen_ai.client.inference.operation.details",
+                "attributes": [
+                    {
+                        "key": "gen_ai.input.messages",
+                        "value": {
+                            "stringValue": '[{"role": "user", "content": "Refund order 7."}]'
+                        },
+                    },
+                    {
+                        "key": "gen_ai.output.messages",
+                        "value": {"stringValue": '[{"role": "assistant", "content": "Refunded."}]'},
+                    },
+                ],
+            }
+        ],
+        [  # OpenLLMetry's content events
+            {
+                "name": "gen_ai.content.prompt",
+                "attributes": {"gen_ai.prompt": '[{"role": "user", "content": "Refund order 7."}]'},
+            },
+            {
+                "name": "gen_ai.content.completion",
+                "attributes": {
+                    "gen_ai.completion": '[{"role": "assistant", "content": "Refunded."}]'
+                },
+            },
+        ],
+    ],
+)
+def test_otel_gen_ai_span_events_render_as_the_conversation(events):
+    span = {"startTimeUnixNano": "1", "attributes": {"gen_ai.operation.name": "chat"}}
+    data = {"spans": [{**span, "events": events}]}
+    assert detect_kind(data) == "otel"
+    assert render("otel", data) == "[user] Refund order 7.\n[assistant] Refunded.\n"
+
+
 def test_unrecognised_input_lists_the_formats():
     with pytest.raises(ContractEvalError) as info:
         detect_kind({"colour": "red"})

@@ -22,7 +22,7 @@ TAU = [
     {"name": "respond", "kwargs": {"content": "Your refund is approved."}},
 ]
 # Namespaces whose routes hold project data; the rest (login, admin, static) do not.
-SWEPT = ("audit", "api")
+SWEPT = ("audit", "api", "otlp")
 # API routes without project data: the schema, its docs, the browsable API's login
 # and its root (a list of links).
 NO_DATA = ("schema", "docs", "api-root", "login", "logout")
@@ -43,11 +43,16 @@ class World:
     assignment: Any
     comment: Any
     enactment: Any
+    ingest_token: Any
+    routing_rule: Any
+    ingested_trace: Any
 
 
 def build_world(users, refund_doc) -> World:
+    from django.utils import timezone
+
     from audit import services
-    from audit.models import Batch, BatchSource, Enactment, Project
+    from audit.models import Batch, BatchSource, Enactment, IngestedTrace, Project, TraceStatus
 
     project = Project.objects.get(slug="tests")
     audited = services.contract_import(project=project, user=users["admin"], source=refund_doc)
@@ -73,6 +78,22 @@ def build_world(users, refund_doc) -> World:
     enactment = Enactment.objects.create(
         contract=draft, node_id="verify_owner", text="The email matches.", run=run, step_id="o1"
     )
+    ingest_token, _ = services.ingest_token_create(project=project, user=users["admin"], name="bot")
+    routing_rule = services.routing_rule_create(
+        project=project,
+        user=users["admin"],
+        attribute="gen_ai.agent.name",
+        value="refund-bot",
+        contract_key=audited.key,
+        query_value="q1",
+    )
+    ingested_trace = IngestedTrace.objects.create(
+        project=project,
+        trace_id="0" * 31 + "1",
+        last_span_at=timezone.now(),
+        status=TraceStatus.UNROUTED,
+        reason="no routing rule matches this trace",
+    )
     return World(
         project=project,
         audited=audited,
@@ -87,6 +108,9 @@ def build_world(users, refund_doc) -> World:
         assignment=assignment,
         comment=comment,
         enactment=enactment,
+        ingest_token=ingest_token,
+        routing_rule=routing_rule,
+        ingested_trace=ingested_trace,
     )
 
 
@@ -98,7 +122,8 @@ class Route:
 
     @property
     def is_api(self) -> bool:
-        return self.namespace == "api"
+        """The REST API and the OTLP endpoint: token auth, answers in JSON."""
+        return self.namespace in ("api", "otlp")
 
     @property
     def has_object(self) -> bool:
@@ -131,6 +156,9 @@ def _values(w: World, pattern: str) -> dict[str, Any]:
         "inv_pk": w.invariant.pk,
         "query_pk": w.query.pk,
         "enactment_pk": w.enactment.pk,
+        "token_pk": w.ingest_token.pk,
+        "rule_pk": w.routing_rule.pk,
+        "trace_pk": w.ingested_trace.pk,
         "family": "omission",
         "case_id": "any-case",
         "fmt": "json",

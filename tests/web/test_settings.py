@@ -70,6 +70,9 @@ def _settings_in_a_fresh_process(**env):
         ("SUITE_UPLOAD_MAX_BYTES", "1000"),
         ("DATABASE_URL", "mysql://x/y"),
         ("LOG_LEVEL", "loud"),
+        ("OTLP_MAX_BODY_BYTES", "0"),
+        ("OTLP_REQUESTS_PER_MINUTE", "many"),
+        ("OTLP_QUIET_SECONDS", "-5"),
     ],
 )
 def test_an_unreadable_setting_stops_the_start_naming_the_variable(variable, value):

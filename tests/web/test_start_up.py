@@ -32,6 +32,7 @@ HEAVY = (
     "drf_spectacular.openapi",  # what extend_schema and DRF's DefaultSchema would import
     "rest_framework.test",
     "matching.evaluate",
+    "opentelemetry.proto",  # the OTLP endpoint's messages load with the first export
     "matching.validate",
     "matching.alignment",
     "matching.embed",

@@ -46,6 +46,9 @@ def test_the_walk_covers_every_kind_of_object(world):
         f"/api/runs/{world.run.pk}/verdicts.json",
         f"/api/contracts/{world.draft.pk}/export/",
         "/p/tests/inbox.json",
+        f"/p/tests/ingest/tokens/{world.ingest_token.pk}/revoke/",
+        f"/p/tests/ingest/traces/{world.ingested_trace.pk}/route/",
+        "/v1/traces",
     ):
         assert expected in urls
     assert len(urls) > 60
@@ -99,6 +102,10 @@ LOWER_ROLE = [
     ("annotator", "ui", "post", "/p/tests/batches/new/", {"mode": "oracle"}),
     ("annotator", "ui", "post", "/r/{run}/verdict/", {"agrees": "yes"}),
     ("reviewer", "ui", "get", "/p/tests/new/", {}),
+    ("reviewer", "ui", "post", "/p/tests/ingest/tokens/", {"name": "x"}),
+    ("reviewer", "ui", "post", "/p/tests/ingest/tokens/{token}/revoke/", {}),
+    ("reviewer", "ui", "post", "/p/tests/ingest/rules/", {"attribute": "a", "value": "b"}),
+    ("reviewer", "ui", "post", "/p/tests/ingest/rules/{rule}/delete/", {}),
     ("reviewer", "ui", "post", "/p/tests/new/", {"title": "x", "text": "y"}),
     ("annotator", "api", "post", "/api/contracts/import/", {"project": "tests", "document": {}}),
     ("annotator", "api", "post", "/api/batches/", {"project": "tests", "mode": "oracle"}),
@@ -110,7 +117,12 @@ LOWER_ROLE = [
 def test_a_member_whose_role_is_too_low_gets_403(
     client, users, world, role, where, method, url, body
 ):
-    url = url.format(draft=world.draft.pk, run=world.run.pk)
+    url = url.format(
+        draft=world.draft.pk,
+        run=world.run.pk,
+        token=world.ingest_token.pk,
+        rule=world.routing_rule.pk,
+    )
     before = row_counts()
     if where == "api":
         response = getattr(_api(users[role]), method)(url, body, format="json")

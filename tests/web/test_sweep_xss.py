@@ -123,6 +123,30 @@ def _batch_with_hostile_name(client, refund_doc) -> int:
     return response
 
 
+def _ingest_with_hostile_names(client) -> None:
+    """A token and a routing rule named with payloads, and a queued trace whose agent
+    name and reason are payloads (an exporter writes those)."""
+    from django.utils import timezone
+
+    from audit.models import IngestedTrace
+
+    response = client.post("/p/tests/ingest/tokens/", {"name": ALL[:100]})
+    assert response.status_code == 200
+    rule = {"attribute": PAYLOADS[0], "value": ALL[:500], "contract_key": "refund-mini"}
+    rule |= {"query_from": "fixed", "query_value": "q1", "mode": "token"}
+    assert client.post("/p/tests/ingest/rules/", rule).status_code == 302
+    IngestedTrace.objects.create(
+        project_id=IngestedTrace.objects.values_list("project_id", flat=True).first(),
+        trace_id="f" * 32,
+        last_span_at=timezone.now(),
+        status="unrouted",
+        agent_name=PAYLOADS[1],
+        service_name=PAYLOADS[4],
+        model_name=PAYLOADS[5],
+        reason=ALL,
+    )
+
+
 def _unescaped(body: str) -> list[str]:
     found = [p for p in PAYLOADS if p in body]
     found += re.findall(r"<(?:img|svg|iframe)[^>]*(?:onerror|onload|srcdoc)", body)
@@ -137,6 +161,7 @@ def test_script_payloads_in_every_text_field_come_back_escaped(client, users, wo
     _import_hostile(client, refund_doc)
     _write_through_forms(client, world)
     run_pk = _run_with_hostile_text(client, world)
+    _ingest_with_hostile_names(client)
     pages = [_batch_with_hostile_name(client, refund_doc)]
     from audit.models import Contract
 
@@ -154,6 +179,7 @@ def test_script_payloads_in_every_text_field_come_back_escaped(client, users, wo
         f"/r/{run_pk}/",
         "/p/tests/inbox/",
         "/p/tests/batches/",
+        "/p/tests/ingest/",
     ]
     pages += [client.get(url) for url in urls]
     pages += [client.get(f"/c/{pk}/nodes/{world.node.pk}/", **HTMX)]
