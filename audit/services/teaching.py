@@ -13,19 +13,16 @@ from typing import Any
 
 from django.db import transaction
 
-from matching.conditioning import condition
 from matching.corrections import Corrections
 from matching.errors import ContractEvalError
-from matching.evaluate import evaluate_detailed
-from matching.extractors import reextract
 from matching.formats import observed_from_data
-from matching.overlay import overlay_payload
+from matching.pipeline import Options, judge_trace
 
 from ..models import AuditRecord, Enactment, ExtractorName, Run, RunCorrection, RunStatus
 from ..permissions import TEACH, UNTEACH, require
 from ..selectors.teaching import latest_correction, step_text
 from .common import ServiceError, actor
-from .runs import run_contract
+from .runs import run_contract, run_enactments
 
 
 def run_pair(*, run: Run, user, expected_id: str, observed_id: str) -> RunCorrection:
@@ -88,17 +85,19 @@ def _current(run: Run) -> Corrections:
 
 
 def _corrected(run: Run, corrections: Corrections) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The report and overlay of ``run`` with ``corrections`` applied."""
-    expected = condition(run_contract(run), run.query_key)
+    """The report and overlay of ``run`` with ``corrections`` applied (the invariant
+    scores the LLM judged for the run are reused, never asked for again)."""
     observed = observed_from_data(run.observed)
-    if run.extractor != ExtractorName.NONE:
-        observed = reextract(observed, run.extractor)
     observed.invariants.update(run.judged_invariants or {})
+    options = Options(mode=run.mode, extractor=run.extractor, corrections=corrections, overlay=True)
     try:
-        ev = evaluate_detailed(expected, observed, mode=run.mode, corrections=corrections)
+        outcome = judge_trace(
+            run_contract(run), run.query_key, observed, options, enactments=run_enactments(run)
+        )
     except (ContractEvalError, ValueError) as exc:
         raise ServiceError(str(exc)) from exc
-    return ev.report(), overlay_payload(ev, observed)
+    assert outcome.overlay is not None
+    return outcome.report, outcome.overlay
 
 
 def _store(run: Run, user, c: Corrections, action: str, pair: tuple[str, str]) -> RunCorrection:
