@@ -26,7 +26,8 @@ from .importers import INPUT_KINDS, parse_select, trajectories
 from .importers.load import load_trace, read_source
 from .llm.client import usage_line
 from .llm.errors import LLMConfigError, LLMError
-from .match import MODES
+from .llm.judge import JUDGES
+from .model import EXTRACTOR_CHOICES, MODES, SOURCE_KINDS
 from .perturb import FAMILIES
 from .perturb.variants import KINDS, write_variants
 from .pipeline import Options, expect, judge_trace
@@ -379,7 +380,7 @@ def _add_graph_commands(sub: Any) -> None:
 
     s = sub.add_parser("extract", help="build an observed graph from a text")
     s.add_argument("--source", required=True)
-    s.add_argument("--kind", choices=("response", "trace"), default="trace")
+    s.add_argument("--kind", choices=SOURCE_KINDS, default="trace")
     s.add_argument("--extractor", choices=EXTRACTORS, default="heuristic")
     s.add_argument("--contract")
     s.add_argument("--query")
@@ -393,7 +394,7 @@ def _add_graph_commands(sub: Any) -> None:
     s.add_argument("--query", required=True)
     s.add_argument("--observed", required=True)
     s.add_argument("--mode", choices=MODES, default="token")
-    s.add_argument("--extractor", choices=("none", *EXTRACTORS), default="none")
+    s.add_argument("--extractor", choices=EXTRACTOR_CHOICES, default="none")
     s.add_argument(
         "--judge-invariants",
         action="store_true",
@@ -421,7 +422,7 @@ def _add_suite_commands(sub: Any) -> None:
     s = sub.add_parser("suite", help="run and score every case of a suite")
     s.add_argument("suite")
     s.add_argument("--mode", choices=MODES, default="token")
-    s.add_argument("--extractor", choices=("none", *EXTRACTORS), default="none")
+    s.add_argument("--extractor", choices=EXTRACTOR_CHOICES, default="none")
     s.add_argument("--json", metavar="OUT.json")
     s.add_argument("--jobs", type=int, default=1)
     s.set_defaults(func=cmd_suite)
@@ -432,9 +433,7 @@ def _add_suite_commands(sub: Any) -> None:
 def _llm_parsers(sub: Any) -> None:
     s = sub.add_parser("judge", help="score a suite with an LLM judge baseline (needs an LLM)")
     s.add_argument("suite")
-    s.add_argument(
-        "--judge", required=True, choices=("output", "trace", "trace-checklist", "expected")
-    )
+    s.add_argument("--judge", required=True, choices=JUDGES)
     s.add_argument("--json", metavar="OUT.json")
     s.add_argument("--limit", type=int, metavar="N", help="judge the first N cases only")
     s.set_defaults(func=cmd_judge)

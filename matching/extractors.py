@@ -16,9 +16,9 @@ from collections.abc import Callable
 
 from .extract import extract_heuristic
 from .formats import Observed
+from .model import EXTRACTORS as EXTRACTORS  # the registry's names, listed in the model
 
 Extractor = Callable[..., Observed]
-EXTRACTORS = ("heuristic", "behaviour", "llm")
 
 
 class FallbackWarning(UserWarning):
