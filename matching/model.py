@@ -41,15 +41,12 @@ NODE_TYPES = (
     "validation",
 )
 ORDER_KINDS = frozenset({"requires", "enables"})
-# The matching modes (ALGORITHMS.md §2; semantic mode: docs/engine.md). These lists are
-# the only copies: the command line, the web app's choices and forms, and the JSON
-# Schemas read them or are held to them (tests/test_single_sources.py).
+# The only copies: the CLI, the web app and the schemas are held to them (tests/
+# test_single_sources.py). Extractor "none" keeps the observed nodes.
 MODES = ("oracle", "token", "semantic")
-# The extractors of the registry (matching.extractors); "none" keeps the observed nodes.
 EXTRACTORS = ("heuristic", "behaviour", "llm")
 EXTRACTOR_CHOICES = ("none", *EXTRACTORS)
-# How an observed document's source text reads (FORMAT.md §4).
-SOURCE_KINDS = ("response", "trace")
+SOURCE_KINDS = ("response", "trace")  # how an observed source text reads (FORMAT.md §4)
 # The failure families, in the order of the perturbation generators (ALGORITHMS.md §5,
 # CLI.md): suites, score tables and judge schemas list them so. A report lists its
 # failures in the order the checks run (§3), which starts with wrong_branch.
