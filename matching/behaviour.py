@@ -48,7 +48,7 @@ import re
 from dataclasses import dataclass, field
 
 # Trace events and sentences are read exactly as the heuristic extractor reads them.
-from .extract import _FILLER, _label, _sentences
+from .extract import FILLER, node_label, sentence_spans
 from .formats import Edge, Observed, ObservedNode, Span
 from .similarity import tokens
 from .trace import events, tool_call
@@ -165,7 +165,7 @@ def _filler_clause(clause: str) -> bool:
         rest = c[sympathy.end() :].lstrip(" ,")
         if len(re.findall(r"[A-Za-z0-9]+", rest)) >= MIN_WORDS and not _filler_clause(rest):
             return False
-    elif not (_FILLER.match(c) or _MORE_FILLER.match(c)):
+    elif not (FILLER.match(c) or _MORE_FILLER.match(c)):
         return False
     return not _DECIDE.search(_INTENSIFIER.sub("", c))
 
@@ -210,7 +210,7 @@ def _moves_of_turn(text: str, turn: list[tuple[int, int]], step: int) -> list[_M
     changes the moves (a bare request for the go-ahead joins the sentence before it; a
     request for several things is one move per thing)."""
     sents = [
-        (x, y) for a, b in turn for x, y in _sentences(text[a:b], a) if not is_filler(text[x:y])
+        (x, y) for a, b in turn for x, y in sentence_spans(text[a:b], a) if not is_filler(text[x:y])
     ]
     groups: list[list[tuple[int, int]]] = []
     for i, (x, y) in enumerate(sents):
@@ -229,7 +229,7 @@ def _moves_of_turn(text: str, turn: list[tuple[int, int]], step: int) -> list[_M
         acts = [speech_act(text[x:y]) for x, y in g]
         strong = [t for t in acts if t in ("confirm", "refuse", "ask")]
         act = strong[0] if strong else ("decide" if "decide" in acts else "inform")
-        moves.append(_Move(at, act, _label(" ".join(text[x:y] for x, y in g)), list(g)))
+        moves.append(_Move(at, act, node_label(" ".join(text[x:y] for x, y in g)), list(g)))
     return moves
 
 
@@ -246,9 +246,9 @@ def extract_behaviour(text: str, *, kind: str = "trace") -> Observed:
     step = 0
     if kind == "response":
         moves = [
-            _Move(i, speech_act(text[x:y]), _label(text[x:y]), [(x, y)])
+            _Move(i, speech_act(text[x:y]), node_label(text[x:y]), [(x, y)])
             for i, (x, y) in enumerate(
-                (x, y) for x, y in _sentences(text, 0) if not is_filler(text[x:y])
+                (x, y) for x, y in sentence_spans(text, 0) if not is_filler(text[x:y])
             )
         ]
     else:

@@ -12,6 +12,7 @@ import sys
 import time
 import warnings
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -19,16 +20,17 @@ from . import __version__
 from .cli_check import add_check_command
 from .conditioning import condition, resolve_query
 from .errors import ContractEvalError
-from .evaluate import evaluate_detailed
-from .extractors import EXTRACTORS, FallbackWarning, get_extractor, reextract
+from .extractors import EXTRACTORS, FallbackWarning, get_extractor
 from .formats import Contract, Query, dumps, read_observed, read_query
 from .importers import INPUT_KINDS, parse_select, trajectories
 from .importers.load import load_trace, read_source
 from .llm.client import usage_line
 from .llm.errors import LLMConfigError, LLMError
-from .match import MODES
+from .llm.judge import JUDGES
+from .model import EXTRACTOR_CHOICES, MODES, SOURCE_KINDS
 from .perturb import FAMILIES
 from .perturb.variants import KINDS, write_variants
+from .pipeline import Options, expect, judge_trace
 from .progress import ProgressBar
 from .suite import format_table, load_suite, perturb_suite, run_suite, score, write_suite
 from .validate import audit_file, load_contract
@@ -146,20 +148,28 @@ def cmd_match(args: argparse.Namespace) -> int:
     _check_modes(args)
     contract = load_contract(Path(args.contract))
     observed = read_observed(Path(args.observed))
-    if args.extractor != "none":
-        observed = reextract(observed, args.extractor)
     try:
-        expected = condition(contract, _query_arg(contract, args.query))
+        expected = expect(contract, _query_arg(contract, args.query))
     except ContractEvalError as exc:
         raise exc.with_file(args.contract) from None
-    if args.judge_invariants:
-        _judge_invariants(expected, observed)
-    _print_json(evaluate_detailed(expected, observed, mode=args.mode).report())
+    client = _invariant_judge_client() if args.judge_invariants else None
+    judge = None
+    if client is not None:
+        from .llm.judge import judge_invariants
+
+        judge = partial(judge_invariants, client)
+    options = Options(mode=args.mode, extractor=args.extractor)
+    outcome = judge_trace(
+        contract, expected.query, observed, options, expected=expected, judge_with=judge
+    )
+    if client is not None:
+        sys.stderr.write(usage_line(client.usage(), client.model))
+    _print_json(outcome.report)
     return 0
 
 
-def _judge_invariants(expected: Any, observed: Any) -> None:
-    """Score G_E's invariants that have no machine check with the LLM judge."""
+def _invariant_judge_client() -> Any:
+    """The LLM client that scores G_E's invariants that have no machine check."""
     config = _llm_config()
     if not config.configured:
         raise LLMError(
@@ -167,11 +177,8 @@ def _judge_invariants(expected: Any, observed: Any) -> None:
             " CONTRACTEVAL_LLM_API_KEY or OPENAI_API_KEY); nothing was run"
         )
     from .llm.client import LLMClient
-    from .llm.judge import judge_invariants
 
-    client = LLMClient(config)
-    observed.invariants.update(judge_invariants(client, expected, observed))
-    sys.stderr.write(usage_line(client.usage(), config.model))
+    return LLMClient(config)
 
 
 def cmd_perturb(args: argparse.Namespace) -> int:
@@ -373,7 +380,7 @@ def _add_graph_commands(sub: Any) -> None:
 
     s = sub.add_parser("extract", help="build an observed graph from a text")
     s.add_argument("--source", required=True)
-    s.add_argument("--kind", choices=("response", "trace"), default="trace")
+    s.add_argument("--kind", choices=SOURCE_KINDS, default="trace")
     s.add_argument("--extractor", choices=EXTRACTORS, default="heuristic")
     s.add_argument("--contract")
     s.add_argument("--query")
@@ -387,7 +394,7 @@ def _add_graph_commands(sub: Any) -> None:
     s.add_argument("--query", required=True)
     s.add_argument("--observed", required=True)
     s.add_argument("--mode", choices=MODES, default="token")
-    s.add_argument("--extractor", choices=("none", *EXTRACTORS), default="none")
+    s.add_argument("--extractor", choices=EXTRACTOR_CHOICES, default="none")
     s.add_argument(
         "--judge-invariants",
         action="store_true",
@@ -415,7 +422,7 @@ def _add_suite_commands(sub: Any) -> None:
     s = sub.add_parser("suite", help="run and score every case of a suite")
     s.add_argument("suite")
     s.add_argument("--mode", choices=MODES, default="token")
-    s.add_argument("--extractor", choices=("none", *EXTRACTORS), default="none")
+    s.add_argument("--extractor", choices=EXTRACTOR_CHOICES, default="none")
     s.add_argument("--json", metavar="OUT.json")
     s.add_argument("--jobs", type=int, default=1)
     s.set_defaults(func=cmd_suite)
@@ -426,9 +433,7 @@ def _add_suite_commands(sub: Any) -> None:
 def _llm_parsers(sub: Any) -> None:
     s = sub.add_parser("judge", help="score a suite with an LLM judge baseline (needs an LLM)")
     s.add_argument("suite")
-    s.add_argument(
-        "--judge", required=True, choices=("output", "trace", "trace-checklist", "expected")
-    )
+    s.add_argument("--judge", required=True, choices=JUDGES)
     s.add_argument("--json", metavar="OUT.json")
     s.add_argument("--limit", type=int, metavar="N", help="judge the first N cases only")
     s.set_defaults(func=cmd_judge)

@@ -19,7 +19,7 @@ from typing import Any
 from .extractors import EXTRACTORS
 from .formats import dumps
 from .gate import POLICIES, check_paths, gated, junit_xml, markdown
-from .match import MODES
+from .model import MODES
 from .progress import ProgressBar
 from .validate import load_contract
 

@@ -34,7 +34,7 @@ from .trace import events, tool_call
 _SENTENCE = re.compile(
     r"[^\s].*?(?:[.!?]+[\"')\]]*(?=\s|$)|(?<=[a-z]{2}[.!?])(?=[A-Z][a-z])|$)", re.S
 )
-_FILLER = re.compile(
+FILLER = re.compile(
     r"^(?:(?:hi|hello|hey|good (?:morning|afternoon|evening)|dear \w+)\b[^.!?]*[.!?]?"
     r"|(?:many )?thanks?\b.*|thank you\b.*|you'?re welcome\b.*|no problem\b.*"
     r"|(?:i'?m |i am )?(?:happy|glad) to help\b.*|have a (?:nice|great|good|lovely) \w+.*"
@@ -89,14 +89,14 @@ def _goes_on(sentence: str, after: str) -> bool:
     return bool(_NUMBER_SIGN.search(sentence)) and following.isdigit()
 
 
-def _sentences(text: str, base: int) -> Iterator[tuple[int, int]]:
+def sentence_spans(text: str, base: int) -> Iterator[tuple[int, int]]:
     """(start, end) of each sentence of ``text``, offset by ``base``.
 
     >>> t = "Please call Dr. Haddad today. He knows.It was sent."
-    >>> [t[a:b] for a, b in _sentences(t, 0)]
+    >>> [t[a:b] for a, b in sentence_spans(t, 0)]
     ['Please call Dr. Haddad today.', 'He knows.', 'It was sent.']
     >>> t = "The answer is no. I have cancelled it. Bring ID, a bill, etc. Then order no. 42."
-    >>> [t[a:b] for a, b in _sentences(t, 0)]
+    >>> [t[a:b] for a, b in sentence_spans(t, 0)]
     ['The answer is no.', 'I have cancelled it.', 'Bring ID, a bill, etc.', 'Then order no. 42.']
     """
     start = None
@@ -116,7 +116,7 @@ def _sentences(text: str, base: int) -> Iterator[tuple[int, int]]:
 def _is_behaviour(sentence: str) -> bool:
     s = sentence.strip()
     # "Sorry, but I can't refund this" is a refusal, not filler
-    if _FILLER.match(s) and not _TYPES[0][1].search(s):
+    if FILLER.match(s) and not _TYPES[0][1].search(s):
         return False
     return len(re.findall(r"[A-Za-z0-9]+", s)) >= MIN_WORDS
 
@@ -128,7 +128,7 @@ def _guess_type(sentence: str) -> str:
     return "action"
 
 
-def _label(sentence: str, limit: int = 120) -> str:
+def node_label(sentence: str, limit: int = 120) -> str:
     s = " ".join(sentence.split())
     return s if len(s) <= limit else s[: limit - 1].rstrip() + "…"
 
@@ -155,10 +155,10 @@ def extract_heuristic(text: str, *, kind: str = "trace") -> Observed:
         raise ValueError(f"kind must be 'trace' or 'response', not {kind!r}")
     found: list[tuple[int, int, str, str, str | None]] = []  # start, end, label, desc, type
     if kind == "response":
-        for a, b in _sentences(text, 0):
+        for a, b in sentence_spans(text, 0):
             s = text[a:b]
             if _is_behaviour(s):
-                found.append((a, b, _label(s), "", _guess_type(s)))
+                found.append((a, b, node_label(s), "", _guess_type(s)))
     else:
         for event in events(text):
             a, b = event.start, event.end
@@ -169,8 +169,8 @@ def extract_heuristic(text: str, *, kind: str = "trace") -> Observed:
                 args = " ".join(call[1].split()) if call else ""
                 found.append((a, b, f"Called {name}", args, "action"))
             elif event.role in ("assistant", None):  # untagged text reads as the agent's
-                for sa, sb in _sentences(body, a + event.tag_length):
+                for sa, sb in sentence_spans(body, a + event.tag_length):
                     s = text[sa:sb]
                     if _is_behaviour(s):
-                        found.append((sa, sb, _label(s), "", _guess_type(s)))
+                        found.append((sa, sb, node_label(s), "", _guess_type(s)))
     return observed_from_steps(text, kind, found)

@@ -16,9 +16,9 @@ from collections.abc import Callable
 
 from .extract import extract_heuristic
 from .formats import Observed
+from .model import EXTRACTORS as EXTRACTORS  # the registry's names, listed in the model
 
 Extractor = Callable[..., Observed]
-EXTRACTORS = ("heuristic", "behaviour", "llm")
 
 
 class FallbackWarning(UserWarning):
@@ -67,7 +67,7 @@ def get_extractor(name: str) -> Extractor:
     raise ValueError(f"unknown extractor {name!r}: expected one of {EXTRACTORS}")
 
 
-def reextract(observed: Observed, extractor: str = "heuristic") -> Observed:
+def reextract(observed: Observed, extractor: str | Extractor = "heuristic") -> Observed:
     """New nodes for an observed document's source text; output and labels are kept.
 
     Only the nodes are replaced: the final ``output``, audited invariant scores and the
@@ -76,14 +76,16 @@ def reextract(observed: Observed, extractor: str = "heuristic") -> Observed:
     Parameters
     ----------
     observed : Observed
-    extractor : str
-        An extractor name (:func:`get_extractor`).
+    extractor : str or callable
+        An extractor name (:func:`get_extractor`), or an extractor itself (an LLM
+        extractor on a caller's own client).
 
     Returns
     -------
     Observed
     """
-    fresh = get_extractor(extractor)(observed.text, kind=observed.kind)
+    extract = get_extractor(extractor) if isinstance(extractor, str) else extractor
+    fresh = extract(observed.text, kind=observed.kind)
     fresh.output = observed.output
     fresh.invariants = dict(observed.invariants)
     fresh.contract = observed.contract

@@ -30,13 +30,12 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from .conditioning import condition, resolve_query
+from .conditioning import resolve_query
 from .errors import ContractEvalError
-from .evaluate import evaluate_detailed
-from .extractors import reextract
 from .formats import Contract, read_observed
 from .importers import detect_kind
 from .importers.load import read_source
+from .pipeline import Options, expect, judge_trace
 from .uploads import prepare_input
 
 POLICIES = ("violation", "needs-review")
@@ -68,7 +67,7 @@ def check_text(
     (read by :func:`~matching.uploads.prepare_input`, as an upload is). An observed
     document with nodes is matched as it is; anything else is extracted."""
     t0 = time.perf_counter()
-    expected = condition(contract, resolve_query(contract, query))
+    expected = expect(contract, resolve_query(contract, query), mode=mode)
     prepared = prepare_input(
         kind="auto",
         data=data,
@@ -77,12 +76,19 @@ def check_text(
         mode=mode,
         extractor=extractor,
     )
+    # an observed document with nodes is judged as it is; anything else is extracted
+    extractor = prepared.extractor if prepared.kind != "observed" else "none"
     observed = read_observed(prepared.observed)
-    if prepared.kind != "observed":
-        observed = reextract(observed, prepared.extractor)
-    ev = evaluate_detailed(expected, observed, mode=mode)
-    if ev.confidence is not None:
-        verdict, p = ev.confidence["verdict"], float(ev.confidence["p_violation"])
+    out = judge_trace(
+        contract,
+        expected.query,
+        observed,
+        Options(mode=mode, extractor=extractor),
+        expected=expected,
+    )
+    ev = out.evaluation
+    if out.assessment is not None:
+        verdict, p = out.assessment["verdict"], float(out.assessment["p_violation"])
     else:
         verdict, p = ("violation" if ev.failures else "clean"), None
     return Checked(name, expected.query.id, verdict, p, list(ev.failures), time.perf_counter() - t0)

@@ -28,10 +28,9 @@ import numpy as np
 
 from .conditioning import Expected
 from .formats import Observed, ObservedNode
+from .model import MODES
 from .similarity import THRESHOLD, similarity_matrix, tokens
 from .trace import calls_tool, strip_tag, tag
-
-MODES = ("oracle", "token", "semantic")
 
 
 @dataclass

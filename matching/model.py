@@ -41,6 +41,12 @@ NODE_TYPES = (
     "validation",
 )
 ORDER_KINDS = frozenset({"requires", "enables"})
+# The only copies: the CLI, the web app and the schemas are held to them (tests/
+# test_single_sources.py). Extractor "none" keeps the observed nodes.
+MODES = ("oracle", "token", "semantic")
+EXTRACTORS = ("heuristic", "behaviour", "llm")
+EXTRACTOR_CHOICES = ("none", *EXTRACTORS)
+SOURCE_KINDS = ("response", "trace")  # how an observed source text reads (FORMAT.md §4)
 # The failure families, in the order of the perturbation generators (ALGORITHMS.md §5,
 # CLI.md): suites, score tables and judge schemas list them so. A report lists its
 # failures in the order the checks run (§3), which starts with wrong_branch.

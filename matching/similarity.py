@@ -52,7 +52,7 @@ _stemmer = snowballstemmer.stemmer("english")
 
 
 @cache
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
     return _stemmer.stemWord(word)
 
 
@@ -72,7 +72,7 @@ def tokens(text: str) -> frozenset[str]:
     """
     stop = stopwords()
     norm = unicodedata.normalize("NFKC", text).casefold()
-    return frozenset(_stem(w) for w in _WORD.findall(norm) if w not in stop)
+    return frozenset(stem(w) for w in _WORD.findall(norm) if w not in stop)
 
 
 def sim(a: frozenset[str], b: frozenset[str]) -> float:

@@ -21,11 +21,10 @@ from typing import Any
 
 from .conditioning import Expected, condition
 from .errors import ContractEvalError
-from .evaluate import evaluate_detailed
-from .extractors import reextract
 from .formats import Case, Contract, Observed, dumps, read_case
 from .llm.errors import LLMError
 from .perturb import FAMILIES, perturb_case
+from .pipeline import Options, judge_trace
 from .validate import load_contract
 
 Progress = Callable[[int, int], None]
@@ -223,19 +222,19 @@ _STATE: dict[str, Any] = {}
 
 def _run_one(i: int) -> CaseResult:
     suite: Suite = _STATE["suite"]
-    mode: str = _STATE["mode"]
-    extractor: str = _STATE["extractor"]
+    options: Options = _STATE["options"]
     cache: dict[tuple[str, str], Expected] = _STATE["cache"]
     case = suite.cases[i]
     try:
         key = (case.contract, case.query)
         if key not in cache:
             cache[key] = condition(suite.contracts[case.contract], case.query)
-        obs = case.observed if extractor == "none" else reextract(case.observed, extractor)
-        ev = evaluate_detailed(cache[key], obs, mode=mode, semantic=_STATE.get("semantic"))
+        contract = suite.contracts[case.contract]
+        out = judge_trace(contract, case.query, case.observed, options, expected=cache[key])
+        ev = out.evaluation
         fails = [(f["family"], f["location"]) for f in ev.failures]
-        if extractor != "none":
-            fails = gold_locations(fails, obs, case.observed)
+        if options.extractor != "none":
+            fails = gold_locations(fails, out.observed, case.observed)
         p = ev.confidence["p_violation"] if ev.confidence else None
         return CaseResult(
             case.id, case.clean, case.family, case.location, ev.verdict, fails, p_violation=p
@@ -319,7 +318,7 @@ def run_suite(
         from .embed import encoder
 
         encoder()
-    _STATE.update(suite=suite, mode=mode, extractor=extractor, semantic=semantic)
+    _STATE.update(suite=suite, options=Options(mode=mode, extractor=extractor, semantic=semantic))
     _STATE["cache"] = dict(expected or {})
     n = len(suite.cases)
     results: list[CaseResult] = []

@@ -43,13 +43,8 @@ from .errors import ContractEvalError
 from .formats import OBSERVED, read_observed
 from .importers import INPUT_KINDS, detect_kind, last_agent_message, parse_select, render
 from .input_limits import DEFAULT_LIMITS, Limits, decode_utf8, size_of
+from .model import EXTRACTOR_CHOICES, MODES, SOURCE_KINDS
 from .trace import EVENT, is_trace
-
-# The values a caller may pass (the web app stores them as its own choices).
-# INPUT_KINDS (from the importers) are the values a caller may pass.
-MODES = ("oracle", "token", "semantic")
-EXTRACTORS = ("none", "heuristic", "behaviour", "llm")
-SOURCE_KINDS = ("response", "trace")
 
 
 @dataclass
@@ -228,9 +223,10 @@ def _given_output(kind: str, output: str | None) -> str | None:
 def _check_options(mode: str, extractor: str) -> None:
     if mode not in MODES:
         raise ContractEvalError(f"unknown mode {mode!r}: expected {', '.join(MODES)}", rule="mode")
-    if extractor not in EXTRACTORS:
+    if extractor not in EXTRACTOR_CHOICES:
         raise ContractEvalError(
-            f"unknown extractor {extractor!r}: expected {', '.join(EXTRACTORS)}", rule="extractor"
+            f"unknown extractor {extractor!r}: expected {', '.join(EXTRACTOR_CHOICES)}",
+            rule="extractor",
         )
 
 

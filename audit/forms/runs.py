@@ -7,7 +7,7 @@ from django import forms
 from ..fields import check_pasted_size, check_upload_size, clean_pasted, read_upload
 from ..models import CONTRACTEVAL, EVALUATORS, ExtractorName, InputKind, RunMode
 from ..services.common import ServiceError, llm_config
-from .workspace import NO_LLM_SHORT, _choice_field
+from .workspace import NO_LLM_SHORT, choice_field
 
 
 class RunForm(forms.Form):
@@ -71,7 +71,7 @@ class RunForm(forms.Form):
             ]
             if options:
                 groups.append((f"{c.display_title} v{c.version}", options))
-        _choice_field(self, "target").choices = groups
+        choice_field(self, "target").choices = groups
 
     def clean(self):
         super().clean()

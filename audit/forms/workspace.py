@@ -18,7 +18,7 @@ from ..models import ID_REGEX, Combine, EdgeKind, Node, NodeType
 NO_LLM_SHORT = "no LLM endpoint configured"
 
 
-def _choice_field(form: forms.Form, name: str) -> forms.ChoiceField:
+def choice_field(form: forms.Form, name: str) -> forms.ChoiceField:
     """A choice field of ``form``, whose choices depend on the form's arguments."""
     field = form.fields[name]
     assert isinstance(field, forms.ChoiceField)
@@ -279,7 +279,7 @@ class QueryForm(forms.Form):
 
     def __init__(self, *args, intents=(), **kwargs):
         super().__init__(*args, **kwargs)
-        _choice_field(self, "intents").choices = [(n.node_id, n.label) for n in intents]
+        choice_field(self, "intents").choices = [(n.node_id, n.label) for n in intents]
 
     def branches(self) -> dict[str, str]:
         """The outcome chosen for each decision (fields named ``branch:<decision>``)."""
@@ -310,7 +310,7 @@ class ContractDetailsForm(forms.Form):
         super().__init__(*args, **kwargs)
         # a contract imported with another (or no) media type may keep it
         if current is not None and current not in dict(MEDIA_TYPES):
-            _choice_field(self, "media_type").choices = [
+            choice_field(self, "media_type").choices = [
                 *MEDIA_TYPES,
                 (current, current or "(none)"),
             ]

@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("audit", "0016_run_inbox_assessment_index"),
+        ("audit", "0017_run_automatic_reading"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -8,16 +8,13 @@ functions that use them: the URLconf imports this module when the web app starts
 
 from __future__ import annotations
 
-import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.http import Http404
 
-from matching.conditioning import condition
 from matching.errors import ContractEvalError
-from matching.extractors import reextract
 from matching.model import FAMILIES, Case
 
 from ..models import Batch, BatchChunk, ExtractorName
@@ -115,8 +112,7 @@ def _find(batch: Batch, case_id: str) -> tuple[Case, CaseResult, Any]:
 def batch_case_view(batch: Batch, case_id: str) -> CaseView:
     """Case ``case_id`` of ``batch`` evaluated as the batch did (mode and extractor), with
     the overlay payload of that evaluation; Http404 when the batch has no such case."""
-    from matching.evaluate import evaluate_detailed
-    from matching.overlay import overlay_payload
+    from matching.pipeline import Options, judge_trace
 
     case, result, contract = _find(batch, case_id)
     note = ""
@@ -129,15 +125,11 @@ def batch_case_view(batch: Batch, case_id: str) -> CaseView:
         # differently: the case's own graph stands in for the extraction.
         note = "The LLM extraction is not stored; shown here: the case's own observed graph."
         extractor = ExtractorName.NONE
+    # warnings (an extractor's fallback) are the batch's to report, not this page's
+    options = Options(mode=batch.mode, extractor=extractor, overlay=True, record_warnings=True)
     try:
-        expected = condition(contract, case.query)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            observed = case.observed
-            if extractor != ExtractorName.NONE:
-                observed = reextract(case.observed, extractor)
-        evaluation = evaluate_detailed(expected, observed, mode=batch.mode)
+        outcome = judge_trace(contract, case.query, case.observed, options)
     except (ContractEvalError, ValueError) as exc:
         return CaseView(case, result, None, error=str(exc), note=note)
-    payload = page_payload(overlay_payload(evaluation, observed), trace_in_page=False)
+    payload = page_payload(outcome.overlay or {}, trace_in_page=False)
     return CaseView(case, result, payload, note=note)

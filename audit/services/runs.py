@@ -13,25 +13,23 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
-from matching.conditioning import condition
-from matching.enactments import with_enactments
+from matching.conditioning import Expected, condition
 from matching.errors import ContractEvalError
-from matching.evaluate import evaluate_detailed
-from matching.extractors import reextract
+from matching.extractors import Extractor
 from matching.formats import Contract as ContractDoc
-from matching.formats import observed_from_data
+from matching.formats import Observed
 from matching.llm.client import LLMClient, LLMError
 from matching.llm.config import LLMConfig
 from matching.llm.extractor import LLMExtractor
 from matching.llm.judge import judge_invariants
-from matching.overlay import overlay_payload
+from matching.pair_model import Thresholds
+from matching.pipeline import InvariantJudge, Options, judge_trace, reads_enactments
 from matching.uploads import PreparedInput, prepare_input
 from matching.validate import load_contract
 
@@ -264,53 +262,57 @@ def _record_run(run: Run) -> None:
 
 
 def run_contract(run: Run) -> ContractDoc:
-    """The contract a run is judged against: in semantic mode with the enactments
-    reviewers taught (token and oracle modes never read enactments)."""
-    contract = load_contract(contract_document(run.contract))
-    if run.mode == RunMode.SEMANTIC:
-        contract = with_enactments(contract, taught_enactments(run.contract))
-    return contract
+    """The contract a run is judged against, read from its rows as they are now."""
+    return load_contract(contract_document(run.contract))
+
+
+def run_enactments(run: Run) -> dict[str, list[str]] | None:
+    """The enactments reviewers taught for ``run``'s contract, when its mode reads them."""
+    return taught_enactments(run.contract) if reads_enactments(run.mode) else None
 
 
 def _evaluate(run: Run) -> tuple[dict[str, Any], dict[str, Any] | None, list[str]]:
     """The report, the overlay payload and warnings of ``run`` (engine only; the LLM's
-    model, usage and quote counts are set on ``run``, which the caller saves)."""
-    contract = run_contract(run)
-    expected = condition(contract, run.query_key)
-    observed = observed_from_data(run.observed)
+    model, usage, quote counts and judged invariants are set on ``run``, which the
+    caller saves)."""
     client = _run_client(run)
-    caught: list[str] = []
+    extract_with = _llm_extractor(run, client) if run.extractor == ExtractorName.LLM else None
+    judge = _invariant_judge(run, client) if run.judge_invariants else None
+    options = Options(
+        mode=run.mode,
+        extractor=run.extractor,
+        limits=input_limits(),
+        thresholds=run_thresholds(run),
+        overlay=True,
+        record_warnings=True,
+    )
     try:
-        with warnings.catch_warnings(record=True) as seen:
-            warnings.simplefilter("always")
-            if run.extractor == ExtractorName.LLM and client is not None:
-                observed = _extract_llm(run, observed, client)
-            elif run.extractor != ExtractorName.NONE:
-                observed = reextract(observed, run.extractor)
-        caught = [str(w.message) for w in seen]
-        # the steps an extractor finds are what the run's page draws, one by one
-        input_limits().check_count(
-            "trace_events", len(observed.nodes), what="the trace", unit="steps (extracted)"
+        outcome = judge_trace(
+            run_contract(run),
+            run.query_key,
+            run.observed,
+            options,
+            enactments=run_enactments(run),
+            extract_with=extract_with,
+            judge_with=judge,
         )
-        if run.judge_invariants:
-            caught.extend(_judge_unchecked(run, expected, observed, client))
     finally:
         if client is not None:  # every call of the run, the failed attempts' too
             run.llm_model = client.model
             run.llm_usage = add_usage(run.llm_usage, client.usage())
-    evaluation = evaluate_detailed(expected, observed, mode=run.mode)
-    overlay = overlay_payload(evaluation, observed)
-    _assess(run, evaluation)
-    return evaluation.report(), overlay, caught
+    caught = list(outcome.warnings)
+    if run.judge_invariants and judge is None:  # the key went away after the run was queued
+        caught.append(NO_LLM_FOR_INVARIANTS)
+    run.set_assessment(outcome.assessment)
+    return outcome.report, outcome.overlay, caught
 
 
-def _assess(run: Run, evaluation) -> None:
-    """Set ``run``'s P(violation) and its reading with the project's thresholds (semantic
-    mode; token and oracle runs have neither)."""
+def run_thresholds(run: Run) -> Thresholds | None:
+    """The project's own thresholds for the three-way verdict (None: the model's)."""
     project = Project.objects.only("review_clean_below", "review_violation_from").get(
         pk=run.project_id
     )
-    run.set_assessment(evaluation.assess(project_thresholds(project)))
+    return project_thresholds(project)
 
 
 def _run_client(run: Run) -> LLMClient | None:
@@ -322,34 +324,38 @@ def _run_client(run: Run) -> LLMClient | None:
     return LLMClient(config) if config.configured else None
 
 
-def _extract_llm(run: Run, observed, client: LLMClient):
-    """New nodes from the LLM extractor; its quote counts go to ``run.extraction``."""
+def _invariant_judge(run: Run, client: LLMClient | None) -> InvariantJudge | None:
+    """The LLM invariant judge on the run's client, recording its scores in
+    ``run.judged_invariants``; None without a client. An :class:`LLMError` (after the
+    client's retries) propagates."""
+    if client is None:
+        return None
+
+    def judge(expected: Expected, observed: Observed) -> dict[str, float]:
+        run.judged_invariants = judge_invariants(client, expected, observed)
+        return run.judged_invariants
+
+    return judge
+
+
+def _llm_extractor(run: Run, client: LLMClient | None) -> Extractor | None:
+    """The LLM extractor on the run's client, recording its quote counts in
+    ``run.extraction`` (None without a client: the registry's fallback then runs)."""
+    if client is None:
+        return None
     extractor = LLMExtractor(client=client)
-    try:
-        fresh = extractor(observed.text, kind=observed.kind)
-    finally:
-        run.extraction = {
-            **extractor.report.to_dict(),
-            "summary": extractor.report.summary(),
-            "dropped": [d.to_dict() for d in extractor.dropped[:100]],
-        }
-    # Only the nodes are extracted: output, scores and ids carry over (as reextract).
-    fresh.output, fresh.invariants = observed.output, dict(observed.invariants)
-    fresh.contract, fresh.query = observed.contract, observed.query
-    return fresh
 
+    def extract(text: str, *, kind: str) -> Observed:
+        try:
+            return extractor(text, kind=kind)
+        finally:
+            run.extraction = {
+                **extractor.report.to_dict(),
+                "summary": extractor.report.summary(),
+                "dropped": [d.to_dict() for d in extractor.dropped[:100]],
+            }
 
-def _judge_unchecked(run: Run, expected, observed, client: LLMClient | None) -> list[str]:
-    """Score the invariants of G_E without a check and without a score in ``observed``
-    with the LLM invariant judge, merged into ``observed.invariants``; records the
-    scores on ``run``. Returns warnings. An :class:`LLMError` (after the client's
-    retries) propagates."""
-    if client is None:  # the key went away after the run was queued
-        return [NO_LLM_FOR_INVARIANTS]
-    scores = judge_invariants(client, expected, observed)
-    observed.invariants.update(scores)
-    run.judged_invariants = scores
-    return []
+    return extract
 
 
 def run_execute(*, run_id: int, final_attempt: bool = True) -> Run:

@@ -16,29 +16,24 @@ from typing import Any
 
 from django.db import transaction
 
-from matching.conditioning import condition
 from matching.corrections import Corrections
 from matching.errors import ContractEvalError
-from matching.evaluate import evaluate_detailed
-from matching.extractors import reextract
 from matching.formats import observed_from_data
-from matching.overlay import overlay_payload
+from matching.pipeline import Options, judge_trace
 
 from ..models import (
     AuditRecord,
     Enactment,
     ExtractorName,
-    Project,
     Run,
     RunCorrection,
     RunStatus,
 )
 from ..models.runs import READING_FIELDS
 from ..permissions import TEACH, UNTEACH, require
-from ..selectors.assessments import project_thresholds
 from ..selectors.teaching import latest_correction, step_text
 from .common import ServiceError, actor
-from .runs import run_contract
+from .runs import run_contract, run_enactments, run_thresholds
 
 
 def run_correct(
@@ -135,21 +130,25 @@ def _paired_step(run: Run, expected_id: str) -> str:
 
 
 def _corrected(run: Run, corrections: Corrections):
-    """The engine's reading of ``run`` with ``corrections`` applied: report, overlay and
-    assessment."""
-    expected = condition(run_contract(run), run.query_key)
+    """The report, overlay and assessment of ``run`` with ``corrections`` applied (the
+    invariant scores the LLM judged for the run are reused, never asked for again)."""
     observed = observed_from_data(run.observed)
-    if run.extractor != ExtractorName.NONE:
-        observed = reextract(observed, run.extractor)
     observed.invariants.update(run.judged_invariants or {})
+    options = Options(
+        mode=run.mode,
+        extractor=run.extractor,
+        corrections=corrections,
+        thresholds=run_thresholds(run),
+        overlay=True,
+    )
     try:
-        ev = evaluate_detailed(expected, observed, mode=run.mode, corrections=corrections)
+        outcome = judge_trace(
+            run_contract(run), run.query_key, observed, options, enactments=run_enactments(run)
+        )
     except (ContractEvalError, ValueError) as exc:
         raise ServiceError(str(exc)) from exc
-    project = Project.objects.only("review_clean_below", "review_violation_from").get(
-        pk=run.project_id
-    )
-    return ev.report(), overlay_payload(ev, observed), ev.assess(project_thresholds(project))
+    assert outcome.overlay is not None
+    return outcome.report, outcome.overlay, outcome.assessment
 
 
 def _store(run: Run, user, c: Corrections, more: Corrections) -> RunCorrection:

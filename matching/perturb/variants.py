@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..extract import _sentences
+from ..extract import sentence_spans
 from ..formats import read_case
 from ..model import Case, ObservedNode
 from ..trace import Event, events, tag
@@ -174,7 +174,7 @@ def split(case: Case, *, seed: int = 0, stats: Stats | None = None) -> Case:
         if e.role != "assistant":
             continue
         body = e.start + e.tag_length
-        spans = list(_sentences(text[body : e.end], body))
+        spans = list(sentence_spans(text[body : e.end], body))
         for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
             b.delete(end, start)
             b.insert("\n" + tag("assistant"))

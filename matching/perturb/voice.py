@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from ..extract import _sentences
+from ..extract import sentence_spans
 from .rewrite import Builder
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "voice.json"
@@ -161,7 +161,7 @@ def rewrite_message(
     int
         How many sentences were left out.
     """
-    spans = list(_sentences(b.old[start:end], start))
+    spans = list(sentence_spans(b.old[start:end], start))
     left = len(spans)
     removed = 0
     prev_end = None  # the end of the last sentence kept

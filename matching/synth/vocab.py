@@ -6,7 +6,7 @@ import itertools
 import random
 from functools import cache
 
-from ..similarity import _stem, stopwords
+from ..similarity import stem, stopwords
 
 Rng = random.Random | int | str | None
 
@@ -50,14 +50,14 @@ def words() -> tuple[str, ...]:
     """
     cons, vow, last = "bdfgklmnprtvz", "aeiou", "bdfgklmnprtvz"
     stop = stopwords()
-    reserved = {_stem(v.casefold()) for v in VERB.values()} | {
-        _stem(w) for w in ("call", "ref", "ok", "done", "code", "access", "case", "status")
+    reserved = {stem(v.casefold()) for v in VERB.values()} | {
+        stem(w) for w in ("call", "ref", "ok", "done", "code", "access", "case", "status")
     }
     seen: set[str] = set()
     out = []
     for a, b, c, d, e in itertools.product(cons, vow, cons, vow, last):
         w = a + b + c + d + e
-        s = _stem(w)
+        s = stem(w)
         if w in stop or s in seen or s in reserved:
             continue
         seen.add(s)

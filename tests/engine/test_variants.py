@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from matching.cli import main
-from matching.extract import _sentences
+from matching.extract import sentence_spans
 from matching.formats import read_case
 from matching.model import Case, Observed, ObservedNode, Span
 from matching.perturb.rewrite import words
@@ -118,7 +118,7 @@ def test_split_gives_each_sentence_its_own_line_and_keeps_the_order():
         for e in events(case.observed.text):
             if e.role == "assistant":
                 body = e.start + e.tag_length
-                assert len(list(_sentences(case.observed.text[body : e.end], body))) == 1
+                assert len(list(sentence_spans(case.observed.text[body : e.end], body))) == 1
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -53,7 +53,8 @@ def engine(monkeypatch):
     in semantic mode with its failures given a probability of 0.4 and its confidence."""
     evaluate = importlib.import_module("matching.evaluate")  # the module, not the function
     pair_model = importlib.import_module("matching.pair_model")
-    real = runs.evaluate_detailed
+    pipeline = importlib.import_module("matching.pipeline")
+    real = pipeline.evaluate_detailed
 
     class Engine:
         p: float = 0.62
@@ -64,7 +65,7 @@ def engine(monkeypatch):
             for module in (pair_model, evaluate):
                 monkeypatch.setattr(module, "load_model", lambda path=None: model)
 
-        def __call__(self, expected, observed, mode):
+        def __call__(self, expected, observed, mode, **_):
             self.calls += 1
             evaluation = real(expected, observed, mode="token")
             if mode != "semantic":
@@ -77,7 +78,7 @@ def engine(monkeypatch):
 
     stub = Engine()
     stub.ship(0.5, 0.5)
-    monkeypatch.setattr(runs, "evaluate_detailed", stub)
+    monkeypatch.setattr(pipeline, "evaluate_detailed", stub)
     return stub
 
 
