@@ -12,16 +12,17 @@ import sys
 import time
 import warnings
 from collections.abc import Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
 from . import __version__
 from .cli_check import add_check_command
-from .conditioning import condition, resolve_query
+from .cli_common import UsageError, check_modes, llm_config, print_json, query_arg
+from .cli_match import add_match_command
+from .conditioning import condition
 from .errors import ContractEvalError
 from .extractors import EXTRACTORS, FallbackWarning, get_extractor
-from .formats import Contract, Query, dumps, read_observed, read_query
+from .formats import dumps, read_observed, read_query
 from .importers import INPUT_KINDS, parse_select, trajectories
 from .importers.load import load_trace, read_source
 from .llm.client import usage_line
@@ -30,34 +31,9 @@ from .llm.judge import JUDGES
 from .model import EXTRACTOR_CHOICES, MODES, SOURCE_KINDS
 from .perturb import FAMILIES
 from .perturb.variants import KINDS, write_variants
-from .pipeline import Options, expect, judge_trace
 from .progress import ProgressBar
 from .suite import format_table, load_suite, perturb_suite, run_suite, score, write_suite
 from .validate import audit_file, load_contract
-
-
-class UsageError(Exception):
-    pass
-
-
-def _print_json(doc: Any) -> None:
-    sys.stdout.write(dumps(doc))
-
-
-def _query_arg(contract: Contract, value: str) -> Query:
-    path = Path(value)
-    if path.is_file():
-        return read_query(path)
-    return resolve_query(contract, value)
-
-
-def _check_modes(args: argparse.Namespace) -> None:
-    if getattr(args, "mode", None) == "oracle" and getattr(args, "extractor", "none") != "none":
-        raise UsageError(
-            "--mode oracle pairs by gold ids and needs the gold observed nodes:"
-            " use --extractor none"
-        )
-
 
 # --------------------------------------------------------------------------- commands
 
@@ -66,7 +42,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     """contracteval validate: the audit of a contract (exit 1 with errors)."""
     audit = audit_file(Path(args.contract))
     if args.json:
-        _print_json(audit.to_dict())
+        print_json(audit.to_dict())
         return 0 if audit.ok else 1
     out = sys.stdout
     out.write(f"{args.contract}: {len(audit.errors)} error(s), {len(audit.warnings)} warning(s)\n")
@@ -85,10 +61,10 @@ def cmd_condition(args: argparse.Namespace) -> int:
     """contracteval condition: the expected graph of a query, as JSON."""
     contract = load_contract(Path(args.contract))
     try:
-        expected = condition(contract, _query_arg(contract, args.query))
+        expected = condition(contract, query_arg(contract, args.query))
     except ContractEvalError as exc:
         raise exc.with_file(args.contract) from None
-    _print_json(expected.to_dict())
+    print_json(expected.to_dict())
     return 0
 
 
@@ -104,10 +80,10 @@ def cmd_extract(args: argparse.Namespace) -> int:
         contract = load_contract(Path(args.contract))
         obs.contract = contract.id
         if args.query:
-            obs.query = _query_arg(contract, args.query).id
+            obs.query = query_arg(contract, args.query).id
     elif args.query:
         obs.query = read_query(Path(args.query)).id if Path(args.query).is_file() else args.query
-    _print_json(obs.to_dict())
+    print_json(obs.to_dict())
     return 0
 
 
@@ -122,7 +98,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     """Any supported trace format → an observed document (or the rendered trace)."""
     if args.list:
         _, data = read_source(Path(args.file))
-        _print_json(trajectories(data))
+        print_json(trajectories(data))
         return 0
     if not args.out:
         raise UsageError("--out is required (or --list to see a results file's trajectories)")
@@ -143,44 +119,6 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_match(args: argparse.Namespace) -> int:
-    """contracteval match: the conformance report of an observed graph."""
-    _check_modes(args)
-    contract = load_contract(Path(args.contract))
-    observed = read_observed(Path(args.observed))
-    try:
-        expected = expect(contract, _query_arg(contract, args.query))
-    except ContractEvalError as exc:
-        raise exc.with_file(args.contract) from None
-    client = _invariant_judge_client() if args.judge_invariants else None
-    judge = None
-    if client is not None:
-        from .llm.judge import judge_invariants
-
-        judge = partial(judge_invariants, client)
-    options = Options(mode=args.mode, extractor=args.extractor)
-    outcome = judge_trace(
-        contract, expected.query, observed, options, expected=expected, judge_with=judge
-    )
-    if client is not None:
-        sys.stderr.write(usage_line(client.usage(), client.model))
-    _print_json(outcome.report)
-    return 0
-
-
-def _invariant_judge_client() -> Any:
-    """The LLM client that scores G_E's invariants that have no machine check."""
-    config = _llm_config()
-    if not config.configured:
-        raise LLMError(
-            "--judge-invariants needs an LLM endpoint and none is configured (set"
-            " CONTRACTEVAL_LLM_API_KEY or OPENAI_API_KEY); nothing was run"
-        )
-    from .llm.client import LLMClient
-
-    return LLMClient(config)
-
-
 def cmd_perturb(args: argparse.Namespace) -> int:
     """contracteval perturb: a suite folder with the perturbed cases added."""
     families = _families(args.families)
@@ -190,7 +128,7 @@ def cmd_perturb(args: argparse.Namespace) -> int:
     bar.close()
     write_suite(Path(args.out), suite.contracts.values(), cases)
     clean = sum(1 for c in cases if c.clean)
-    _print_json(
+    print_json(
         {
             "out": str(args.out),
             "seed": args.seed,
@@ -221,16 +159,16 @@ def cmd_variants(args: argparse.Namespace) -> int:
     bar = ProgressBar("variants")
     summary = write_variants(Path(args.suite), kinds, Path(args.out), seed=args.seed, progress=bar)
     bar.close()
-    _print_json(summary)
+    print_json(summary)
     return 0
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
     """contracteval suite: run and score every case; the family table and JSON."""
-    _check_modes(args)
+    check_modes(args)
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    config = _llm_config() if args.extractor == "llm" else None  # bad settings: stop first
+    config = llm_config() if args.extractor == "llm" else None  # bad settings: stop first
     suite = load_suite(Path(args.suite))
     started = time.perf_counter()
     bar = ProgressBar(f"suite ({args.mode})")
@@ -255,17 +193,11 @@ def cmd_suite(args: argparse.Namespace) -> int:
     return 0
 
 
-def _llm_config() -> Any:
-    from .llm.config import LLMConfig
-
-    return LLMConfig.from_env()  # LLMConfigError (a usage error) names a bad variable
-
-
 def cmd_judge(args: argparse.Namespace) -> int:
     """An LLM judge baseline over a suite (ALGORITHMS.md §7); there is no offline judge."""
     if args.limit is not None and args.limit < 1:
         raise UsageError("--limit must be at least 1")
-    config = _llm_config()
+    config = llm_config()
     if not config.configured:
         sys.stderr.write(
             "contracteval: error: the LLM judges need an LLM endpoint and none is configured"
@@ -312,7 +244,7 @@ def cmd_components(args: argparse.Namespace) -> int:
 
     if args.limit is not None and args.limit < 1:
         raise UsageError("--limit must be at least 1")
-    config = _llm_config()
+    config = llm_config()
     suite = load_suite(Path(args.suite))
     contracts = list(suite.contracts.values())
     declared = [declared_study(contracts, propose_heuristic, "heuristic")]
@@ -389,18 +321,7 @@ def _add_graph_commands(sub: Any) -> None:
 
     _import_parser(sub)
 
-    s = sub.add_parser("match", help="conformance report of an observed graph")
-    s.add_argument("contract")
-    s.add_argument("--query", required=True)
-    s.add_argument("--observed", required=True)
-    s.add_argument("--mode", choices=MODES, default="token")
-    s.add_argument("--extractor", choices=EXTRACTOR_CHOICES, default="none")
-    s.add_argument(
-        "--judge-invariants",
-        action="store_true",
-        help="score invariants without a machine check with the LLM judge",
-    )
-    s.set_defaults(func=cmd_match)
+    add_match_command(sub)
 
 
 def _add_suite_commands(sub: Any) -> None:

@@ -110,6 +110,30 @@ def test_match_reports_the_clean_example_clean(capsys, mode):
     assert set(report["metrics"].values()) == {1.0}
 
 
+def test_match_of_many_observed_files_prints_one_json_line_each_in_order(capsys, tmp_path):
+    broken = json.loads(OBSERVED.read_text())
+    broken["output"] = '{"order_id": "1042"}'
+    files = [str(OBSERVED), str(write(tmp_path, "o.json", broken)), str(OBSERVED)]
+    code, out, err = run(capsys, "match", str(CONTRACT), "--query", "q1", "--observed", *files)
+    assert code == 0
+    lines = [json.loads(x) for x in out.splitlines()]
+    assert [x["observed"] for x in lines] == files
+    assert [x["report"]["verdict"] for x in lines] == ["clean", "non_clean", "clean"]
+    for x, path in zip(lines, files, strict=True):
+        _, single, _ = run(capsys, "match", str(CONTRACT), "--query", "q1", "--observed", path)
+        assert x["report"] == read_report(single)  # the same report as one file at a time
+    assert "traces: 3/3 (100%)" in err
+
+
+def test_match_of_many_files_with_one_invalid_prints_nothing_and_names_it(capsys, tmp_path):
+    bad = write(tmp_path, "bad.json", {"format": "contracteval.observed/v1", "nodes": "x"})
+    code, out, err = run(
+        capsys, "match", str(CONTRACT), "--query", "q1", "--observed", str(OBSERVED), str(bad)
+    )
+    assert code == 1 and out == ""
+    assert "bad.json" in one_line_error(err)
+
+
 def test_match_exits_zero_on_a_non_clean_verdict(capsys, tmp_path):
     observed = json.loads(OBSERVED.read_text())
     observed["output"] = '{"order_id": "1042"}'
