@@ -1,10 +1,16 @@
 """Every write that spans rows: atomic, and each one appends an :class:`AuditRecord`.
 
-Services take keyword arguments (``node_confirm(node=…, user=…)``), check that the
-contract may change (an audited contract is read-only), write, and record the values
-before and after. They raise :class:`ServiceError` with a message fit for the user.
-One module per concern; this package re-exports their public names, so callers write
-``services.node_confirm(...)`` without knowing which room holds it.
+Services take keyword arguments (``nodes_review(contract=…, user=…, action="confirm",
+nodes=[(pk, version seen)])``), check that the contract may change (an audited contract
+is read-only), write, and record the values before and after. They raise
+:class:`ServiceError` with a message fit for the user. One module per concern; this
+package re-exports their public names, so callers write ``services.nodes_review(...)``
+without knowing which room holds it.
+
+Reviewing nodes has one service, :func:`nodes_review` (confirm, reject or undo, one node
+or many, the web page and the API alike). Blind double annotation is another act: each
+annotator's decision on their own copy (:func:`decision_record`) and the curator's
+choice between them (:func:`curation_choose`).
 
 The names load on first use (PEP 562): the services import the engine (networkx, numpy,
 jsonschema), which the web app's start-up (settings, URLconf, ``manage.py check``) does
@@ -50,9 +56,7 @@ if TYPE_CHECKING:
     from .invariants import invariant_create, invariant_delete, invariant_update
     from .nodes import (
         node_add_evidence,
-        node_confirm,
         node_create,
-        node_reject,
         node_update,
         span_delete,
     )
@@ -64,6 +68,7 @@ if TYPE_CHECKING:
         proposal_run_execute,
     )
     from .queries import query_delete, query_document, query_save
+    from .reviews import nodes_review
     from .runs import NO_LLM_FOR_INVARIANTS, input_hash, run_create, run_execute, run_retry
     from .teaching import enactment_delete, run_correct, run_pair, run_revert, run_unpair
     from .team import (
@@ -131,10 +136,9 @@ _LAZY = {
     "judge_of": "batches",
     "llm_config": "common",
     "node_add_evidence": "nodes",
-    "node_confirm": "nodes",
     "node_create": "nodes",
-    "node_reject": "nodes",
     "node_update": "nodes",
+    "nodes_review": "reviews",
     "proposal_run_execute": "proposals",
     "query_delete": "queries",
     "query_document": "queries",
@@ -206,10 +210,9 @@ __all__ = [
     "judge_of",
     "llm_config",
     "node_add_evidence",
-    "node_confirm",
     "node_create",
-    "node_reject",
     "node_update",
+    "nodes_review",
     "proposal_run_execute",
     "query_delete",
     "query_document",

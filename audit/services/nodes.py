@@ -30,38 +30,6 @@ def locked_node(node: Node, expected_version: int | None) -> Node:
     return node
 
 
-@retry_on_lock
-def _review(node: Node, user, status: str, action: str, expected_version: int | None) -> Node:
-    guard_shared_nodes(node.contract, user)
-    with transaction.atomic():
-        node = locked_node(node, expected_version)
-        before = node_snapshot(node)
-        node.review_status = status
-        node.version += 1
-        node.save(update_fields=["review_status", "version", "updated_at"])
-        record(
-            node.contract,
-            user,
-            action,
-            "node",
-            node.node_id,
-            before=before,
-            after=node_snapshot(node),
-        )
-        touch(node.contract)
-    return node
-
-
-def node_confirm(*, node: Node, user, expected_version: int | None) -> Node:
-    authorize(user, node.contract.project_id, EDIT)
-    return _review(node, user, ReviewStatus.CONFIRMED, "confirm", expected_version)
-
-
-def node_reject(*, node: Node, user, expected_version: int | None) -> Node:
-    authorize(user, node.contract.project_id, EDIT)
-    return _review(node, user, ReviewStatus.REJECTED, "reject", expected_version)
-
-
 def _would_cycle(node: Node, parent: Node | None) -> bool:
     parents = dict(node.contract.nodes.values_list("pk", "parent_id"))
     seen = set()

@@ -11,6 +11,7 @@ import pytest
 from audit import services
 from audit.models import Artifact, AuditRecord, Contract, Node, Span
 from audit.selectors.contracts import contract_document
+from audit.services.reviews import ANY_STATE
 from matching.formats import read_contract
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,8 +79,13 @@ def test_import_view_stores_a_good_file_and_opens_it(login, project, refund_doc)
 def test_rejected_nodes_are_not_exported_and_their_children_move_up(contract, users):
     window = contract.nodes.get(node_id="check_window")
     owner = contract.nodes.get(node_id="verify_owner")
-    services.node_reject(node=owner, user=users["annotator"], expected_version=owner.version)
-    services.node_reject(node=window, user=users["annotator"], expected_version=window.version)
+    services.nodes_review(
+        contract=contract,
+        user=users["annotator"],
+        action="reject",
+        nodes=[(owner.pk, owner.version), (window.pk, window.version)],
+        from_states=ANY_STATE,
+    )
     doc = contract_document(contract)
     ids = [n["id"] for n in doc["nodes"]]
     assert "verify_owner" not in ids and "check_window" not in ids
@@ -98,7 +104,13 @@ def test_export_view_downloads_the_document(login, contract):
 
 def test_a_new_version_copies_everything_including_review_state(contract, users):
     credit = contract.nodes.get(node_id="offer_credit")
-    services.node_reject(node=credit, user=users["annotator"], expected_version=credit.version)
+    services.nodes_review(
+        contract=contract,
+        user=users["annotator"],
+        action="reject",
+        nodes=[(credit.pk, credit.version)],
+        from_states=ANY_STATE,
+    )
     new = services.contract_new_version(contract=contract, user=users["annotator"])
     assert (new.version, new.status, new.previous_id) == (2, "draft", contract.pk)
     assert contract_document(new, include_rejected=True) == contract_document(

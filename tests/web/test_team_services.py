@@ -48,7 +48,12 @@ def test_a_blind_decision_leaves_the_shared_node_and_the_history_untouched(team)
 def test_shared_nodes_cannot_be_reviewed_while_annotation_is_blind(team):
     node = team["contract"].nodes.get(node_id="verify_owner")
     with pytest.raises(ServiceError, match="double-annotated"):
-        services.node_confirm(node=node, user=team["ann1"], expected_version=node.version)
+        services.nodes_review(
+            contract=team["contract"],
+            user=team["ann1"],
+            action="confirm",
+            nodes=[(node.pk, node.version)],
+        )
 
 
 def test_an_unassigned_member_cannot_annotate_an_assigned_contract(team, users):
