@@ -33,9 +33,11 @@ from ..models.runs import READING_FIELDS
 from ..permissions import TEACH, UNTEACH, require
 from ..selectors.teaching import latest_correction, step_text
 from .common import ServiceError, actor
+from .concurrency import retry_on_lock
 from .runs import run_contract, run_enactments, run_thresholds
 
 
+@retry_on_lock
 def run_correct(
     *,
     run: Run,
@@ -51,7 +53,7 @@ def run_correct(
     forced pair keeps the step's words as an enactment of the obligation."""
     _check_correctable(run, user)
     with transaction.atomic():
-        run = Run.objects.select_for_update(of=("self",)).get(pk=run.pk)
+        run = _locked_run(run.pk)
         latest = latest_correction(run)
         current = Corrections.from_data(latest.corrections if latest else None)
         refused = [(e, _paired_step(run, e)) for e in unpair]
@@ -72,13 +74,14 @@ def run_unpair(*, run: Run, user, expected_id: str) -> RunCorrection:
     return run_correct(run=run, user=user, unpair=[expected_id])
 
 
+@retry_on_lock
 def run_revert(*, run: Run, user) -> Run:
     """Drop every correction of ``run``: the engine's own reading is the run's again.
     The corrections stay in the history; enactments they taught stay until an annotator
     removes them."""
     _check_correctable(run, user)
     with transaction.atomic():
-        run = Run.objects.select_for_update(of=("self",)).get(pk=run.pk)
+        run = _locked_run(run.pk)
         if not run.is_corrected:
             raise ServiceError("this run has no correction to revert")
         run.restore_automatic()
@@ -119,6 +122,13 @@ def _check_correctable(run: Run, user) -> None:
             "a run read by the LLM extractor cannot be re-scored without calling the LLM"
             " again: correct a run of another extractor"
         )
+
+
+def _locked_run(pk: int) -> Run:
+    """Run ``pk``, locked until the transaction ends, so that two reviewers correcting it
+    at once apply their decisions one after the other, each on top of the other's (on
+    SQLite every transaction takes the write lock as it starts: settings.py)."""
+    return Run.objects.select_for_update(of=("self",)).get(pk=pk)
 
 
 def _paired_step(run: Run, expected_id: str) -> str:

@@ -6,8 +6,10 @@ of a similar trace pairs the step on its own."""
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
+from django.db import connection
 
 from audit.models import AuditRecord, Enactment, Run, RunCorrection
 
@@ -277,3 +279,35 @@ def test_an_empty_or_bad_correction_is_refused_by_name_and_stores_nothing(
     )
     assert login("outsider").post(f"/r/{run.pk}/revert/").status_code == 404
     assert client.get(f"/r/{run.pk}/correct/").status_code in (302, 405)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_reviewers_correcting_at_once_both_keep_their_decisions(
+    audited, login, django_capture_on_commit_callbacks
+):
+    run = _run(login("reviewer"), audited, django_capture_on_commit_callbacks, mode="token")
+    steps = [o["id"] for o in run.overlay["observed"]][:2]
+    clients = [login("reviewer"), login("reviewer")]
+    statuses: list[int] = []
+    barrier = threading.Barrier(2)
+
+    def correct(i: int) -> None:
+        barrier.wait()
+        r = clients[i].post(
+            f"/r/{run.pk}/correct/", {"commentary": [steps[i]]}, HTTP_HX_REQUEST="true"
+        )
+        statuses.append(r.status_code)
+        connection.close()
+
+    threads = [threading.Thread(target=correct, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert statuses == [200, 200]
+    run.refresh_from_db()
+    latest = RunCorrection.objects.filter(run=run).first()
+    assert latest is not None and sorted(latest.corrections["commentary"]) == sorted(steps)
+    assert RunCorrection.objects.filter(run=run).count() == 2
+    dropped = {d["id"] for d in run.report["dropped_observed"]}
+    assert set(steps) <= dropped
