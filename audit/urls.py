@@ -92,6 +92,7 @@ urlpatterns = [
     path("r/<int:pk>/unpair/", teaching.run_unpair, name="run_unpair"),
     path("r/<int:pk>/correct/", teaching.run_correct, name="run_correct"),
     path("r/<int:pk>/revert/", teaching.run_revert, name="run_revert"),
+    path("r/<int:pk>/similar/", teaching.run_similar, name="run_similar"),
     path(
         "c/<int:pk>/enactments/<int:enactment_pk>/delete/",
         teaching.enactment_delete,

@@ -70,7 +70,14 @@ if TYPE_CHECKING:
     from .queries import query_delete, query_document, query_save
     from .reviews import nodes_review
     from .runs import NO_LLM_FOR_INVARIANTS, input_hash, run_create, run_execute, run_retry
-    from .teaching import enactment_delete, run_correct, run_pair, run_revert, run_unpair
+    from .teaching import (
+        enactment_delete,
+        run_correct,
+        run_pair,
+        run_revert,
+        run_unpair,
+        runs_correct_similar,
+    )
     from .team import (
         assignment_create,
         assignment_delete,
@@ -152,6 +159,7 @@ _LAZY = {
     "run_retry": "runs",
     "run_revert": "teaching",
     "run_unpair": "teaching",
+    "runs_correct_similar": "teaching",
     "span_delete": "nodes",
     "tool_binding_confirm": "tools",
     "tool_catalogue_import": "tools",
@@ -226,6 +234,7 @@ __all__ = [
     "run_retry",
     "run_revert",
     "run_unpair",
+    "runs_correct_similar",
     "span_delete",
     "tool_binding_confirm",
     "tool_catalogue_import",

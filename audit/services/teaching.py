@@ -98,6 +98,40 @@ def run_revert(*, run: Run, user) -> Run:
     return run
 
 
+def runs_correct_similar(*, source: Run, user, chosen: Sequence[str]) -> tuple[int, list[str]]:
+    """Apply the suggestions a reviewer ticked (values of
+    :class:`audit.selectors.similar.Suggestion`: ``run|kind|obligation|step``) to other
+    runs of ``source``'s contract, one correction per run, each run on its own (a run
+    that cannot take its correction is named in the returned messages, the others are
+    corrected). Returns (runs corrected, messages)."""
+    require(user, source.project_id, TEACH)
+    by_run: dict[int, dict[str, list[Any]]] = {}
+    for value in chosen:
+        run_id, kind, expected, step = _parsed(value)
+        d = by_run.setdefault(run_id, {"pair": [], "commentary": []})
+        d[kind].append((expected, step) if kind == "pair" else step)
+    done, problems = 0, []
+    for run_id, d in sorted(by_run.items()):
+        run = Run.objects.filter(pk=run_id, contract_id=source.contract_id).first()
+        if run is None:
+            problems.append(f"run {run_id} is not a run of this contract: not corrected")
+            continue
+        try:
+            run_correct(run=run, user=user, pair=d["pair"], commentary=d["commentary"])
+        except ServiceError as exc:
+            problems.append(f"run {run_id}: {exc}")
+        else:
+            done += 1
+    return done, problems
+
+
+def _parsed(value: str) -> tuple[int, str, str, str]:
+    parts = value.split("|", 3)
+    if len(parts) != 4 or not parts[0].isdigit() or parts[1] not in ("pair", "commentary"):
+        raise ServiceError(f"{value!r} is not a suggestion of this page")
+    return int(parts[0]), parts[1], parts[2], parts[3]
+
+
 def enactment_delete(*, enactment: Enactment, user) -> None:
     """Remove a taught enactment (an annotator's call); recorded in the audit history."""
     require(user, enactment.contract.project_id, UNTEACH)

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from .. import services
 from ..models import Enactment
 from ..permissions import TEACH, UNTEACH, contract_for, run_for
+from ..selectors import similar as similar_reads
 from .runs import run_context
 
 
@@ -86,6 +89,30 @@ def run_revert(request, pk):
     return _answer(
         request, run, membership, "Reverted: the engine's reading is the run's again.", False
     )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def run_similar(request, pk):
+    """The same steps in the contract's other runs: listed (GET), the ticked ones
+    corrected (POST)."""
+    run, membership = run_for(request.user, pk, TEACH)
+    if request.method == "POST":
+        try:
+            done, problems = services.runs_correct_similar(
+                source=run, user=request.user, chosen=request.POST.getlist("apply")
+            )
+        except services.ServiceError as exc:
+            messages.error(request, str(exc))
+        else:
+            for p in problems:
+                messages.warning(request, p)
+            messages.success(request, f"{done} other run{'s' if done != 1 else ''} corrected.")
+        return redirect("audit:run_similar", pk=run.pk)
+    ctx: dict[str, Any] = {"run": run, "project": run.project, "membership": membership}
+    ctx["suggestions"] = similar_reads.similar_corrections(run)
+    ctx |= {"searched": similar_reads.RUNS_SEARCHED, "bar": similar_reads.SAME_WORDS}
+    return render(request, "audit/run_similar.html", ctx)
 
 
 @login_required

@@ -311,3 +311,47 @@ def test_two_reviewers_correcting_at_once_both_keep_their_decisions(
     assert RunCorrection.objects.filter(run=run).count() == 2
     dropped = {d["id"] for d in run.report["dropped_observed"]}
     assert set(steps) <= dropped
+
+
+def test_a_correction_is_offered_for_the_same_steps_of_other_runs_and_applied_when_ticked(
+    audited, login, django_capture_on_commit_callbacks
+):
+    client = login("reviewer")
+    capture = django_capture_on_commit_callbacks
+    first, second, third = (
+        _run(client, audited, capture, order=order, mode="token")
+        for order in ("1042", "2077", "3100")
+    )
+    step = _step_of(first, STEP)
+    assert client.post(f"/r/{first.pk}/pair/", {"observed": step, "expected": "check_window"})
+    page = client.get(f"/r/{first.pk}/similar/").content.decode()
+    assert page.count('data-testid="similar-row"') == 2
+    values = [f"{r.pk}|pair|check_window|{_step_of(r, STEP)}" for r in (second, third)]
+    assert all(f'value="{v}"' in page for v in values)
+    r = client.post(f"/r/{first.pk}/similar/", {"apply": values[:1]}, follow=True)
+    assert "1 other run corrected." in r.content.decode()
+    second.refresh_from_db()
+    third.refresh_from_db()
+    assert second.is_corrected and not third.is_corrected
+    assert ("omission", "check_window") not in _families(second.report)
+    fix = RunCorrection.objects.get(run=second)
+    assert fix.reviewer.username == "reviewer"
+    # what is already read that way is offered no more
+    page = client.get(f"/r/{first.pk}/similar/").content.decode()
+    assert page.count('data-testid="similar-row"') == 1 and f'value="{values[1]}"' in page
+
+
+def test_similar_corrections_refuse_tampered_choices_and_outsiders(
+    audited, login, django_capture_on_commit_callbacks
+):
+    client = login("reviewer")
+    run = _run(client, audited, django_capture_on_commit_callbacks, mode="token")
+    r = client.post(f"/r/{run.pk}/similar/", {"apply": ["x|pair|a|b"]}, follow=True)
+    assert "&#x27;x|pair|a|b&#x27; is not a suggestion of this page" in r.content.decode()
+    r = client.post(f"/r/{run.pk}/similar/", {"apply": ["999999|commentary||o1"]}, follow=True)
+    assert "run 999999 is not a run of this contract" in r.content.decode()
+    assert not RunCorrection.objects.exists()
+    assert login("annotator").get(f"/r/{run.pk}/similar/").status_code == 403
+    assert login("outsider").get(f"/r/{run.pk}/similar/").status_code == 404
+    page = login("reviewer").get(f"/r/{run.pk}/similar/").content.decode()
+    assert 'data-testid="similar-none"' in page and "this run has no correction" in page
