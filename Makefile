@@ -24,7 +24,8 @@ SERVE_CONN_MAX_AGE ?= 60
 VENV_PATH := PATH=$(CURDIR)/$(BIN):$$PATH
 
 .PHONY: run serve test test-postgres install install-dev static model lint bench bench-batch \
-	bench-cold-start loadtest seed-runs results suite train bench-semantic bench-review bench-test-loop clean-venv
+	bench-cold-start loadtest seed-runs results suite train bench-semantic bench-review bench-test-loop \
+	bench-all clean-venv
 
 $(BIN)/python:
 	@test -n "$(PYTHON)" || { echo "Python >= 3.12 not found (set PYTHON=...)"; exit 1; }
@@ -152,6 +153,18 @@ bench-review: install
 # The test loop's wall time per step and its slowest tests: docs/benchmarks-test-loop.md.
 bench-test-loop: install
 	$(BIN)/python scripts/bench_test_loop.py
+
+# Every benchmark that needs nothing beyond this machine's PostgreSQL and Redis, one
+# after the other (docs/benchmarks.md). It takes long (the load test alone seeds 100,000
+# runs) and its figures mean something only on an idle machine: run it on one.
+bench-all:
+	$(MAKE) bench
+	$(MAKE) bench-cold-start
+	$(MAKE) bench-semantic
+	$(MAKE) bench-review
+	$(MAKE) bench-test-loop
+	$(MAKE) bench-batch
+	$(MAKE) loadtest
 
 clean-venv:
 	rm -rf $(VENV)
