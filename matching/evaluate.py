@@ -190,7 +190,7 @@ def evaluate_detailed(
     ordered, ordering_edges, conform = ordering_failures(expected, s)
     scores, unjudged, reasons = invariant_scores(expected, observed)
     failures = [*branch_failures, *omitted, *ordered, *extra_action_failures(m)]
-    failures += [*invariant_failures(expected, scores), *output_failures(s)]
+    failures += [*invariant_failures(expected, scores, observed), *output_failures(s)]
     reasons.update({n: r.reason or "" for n, r in s.outputs.items() if r.passed is None})
     confidence = _confidence(expected, m, failures, scores, semantic) if m.likelihoods else None
     return Evaluation(

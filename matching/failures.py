@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import checks, trace
+from . import checks, tool_checks, trace
 from .conditioning import Expected
 from .match import Alignment
 from .model import Observed
@@ -219,7 +219,8 @@ def invariant_scores(
     """§3.5: the score of every invariant of I_E that can be judged.
 
     A check's regex is searched over the agent text (with a time limit, see
-    :mod:`matching.checks`); without a check the observed document's audited score is
+    :mod:`matching.checks`), a tool check reads the trace's tool calls
+    (:mod:`matching.tool_checks`); without a check the observed document's audited score is
     used; an invariant with neither, or whose check ran out of time, is unjudged.
 
     Parameters
@@ -243,9 +244,13 @@ def invariant_scores(
     unjudged: list[str] = []
     reasons: dict[str, str] = {}
     text: str | None = None
+    calls: list[tool_checks.Call] | None = None
     for i in expected.invariants:
         check = by_id[i].check
-        if check:
+        if tool_checks.is_tool_check(check):
+            calls = tool_checks.tool_calls(observed.kind, observed.text) if calls is None else calls
+            scores[i] = tool_checks.score(check, calls)
+        elif check:
             text = agent_text(observed) if text is None else text
             try:
                 if "forbid_regex" in check:
@@ -262,7 +267,9 @@ def invariant_scores(
     return scores, unjudged, reasons
 
 
-def invariant_failures(expected: Expected, scores: Mapping[str, float]) -> list[Failure]:
+def invariant_failures(
+    expected: Expected, scores: Mapping[str, float], observed: Observed | None = None
+) -> list[Failure]:
     """§3.5: an ``invariant_violation`` at every judged invariant scoring below 0.5.
 
     Parameters
@@ -271,6 +278,8 @@ def invariant_failures(expected: Expected, scores: Mapping[str, float]) -> list[
         G_E(q).
     scores : mapping
         From :func:`invariant_scores`.
+    observed : Observed, optional
+        The execution: a broken tool check's failure names the offending call.
 
     Returns
     -------
@@ -283,6 +292,11 @@ def invariant_failures(expected: Expected, scores: Mapping[str, float]) -> list[
             inv = by_id[i]
             how = "its check" if inv.check else "the audited score"
             detail = f"invariant {i!r} ({inv.label}) is violated: {how} gives {score:g}"
+            if observed is not None and tool_checks.is_tool_check(inv.check):
+                calls = tool_checks.tool_calls(observed.kind, observed.text)
+                detail = f"invariant {i!r} ({inv.label}) is violated: the agent " + (
+                    tool_checks.offending(inv.check, calls)
+                )
             failures.append({"family": "invariant_violation", "location": i, "detail": detail})
     return failures
 

@@ -144,7 +144,7 @@ class Invariant:
     evidence: list[Span]
     description: str = ""
     applies_to: list[str] = field(default_factory=list)
-    check: dict[str, str] | None = None
+    check: dict[str, Any] | None = None
 
     def to_dict(self, text: str | None = None) -> dict[str, Any]:
         d: dict[str, Any] = {

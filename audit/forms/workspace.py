@@ -245,7 +245,8 @@ class InvariantForm(forms.Form):
         label="Check",
         required=False,
         widget=forms.Textarea(attrs={"rows": 2}),
-        help_text='e.g. {"forbid_regex": "…", "violation_example": "…"}',
+        help_text='e.g. {"forbid_regex": "…", "violation_example": "…"}, {"forbid_tools": ["…"]},'
+        ' {"allow_tools": ["…"]} or {"max_tool_calls": 8}',
     )
     version = version_field()
 

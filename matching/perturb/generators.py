@@ -11,11 +11,11 @@ from __future__ import annotations
 import copy
 import json
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .. import checks
+from .. import checks, tool_checks
 from ..conditioning import Expected
 from ..evaluate import evaluate_detailed
 from ..model import Case, Contract, Observed
@@ -256,6 +256,8 @@ def _invariant(ctx: Ctx) -> Iterator[Candidate]:
                 return _append_to_last_assistant(doc, example)
             if "require_regex" in check:
                 return _delete_matches(doc, check["require_regex"])
+            if tool_checks.is_tool_check(check):
+                return _break_tool_check(doc, check)
             doc.invariants[inv.id] = 0.0
             return doc.observed()
 
@@ -279,6 +281,26 @@ def _append_to_last_assistant(doc: Doc, example: str) -> Observed | None:
         for s in n.spans:
             if s[1] == pos:
                 s[1] = pos + len(example)
+    return doc.observed()
+
+
+def _break_tool_check(doc: Doc, check: Mapping[str, Any]) -> Observed | None:
+    """Insert the tool calls that break ``check`` before the trace's last event: a
+    forbidden tool, a tool outside the permitted list, or one call past the limit
+    (repeating the trace's last call)."""
+    if doc.kind != "trace":
+        return None
+    calls = tool_checks.tool_calls(doc.kind, doc.text)
+    if "forbid_tools" in check:
+        lines = [f"{check['forbid_tools'][0]}()"]
+    elif "allow_tools" in check:
+        allowed = set(check["allow_tools"])
+        lines = [f"{next(n for n in ('unlisted_tool', 'other_tool') if n not in allowed)}()"]
+    else:
+        last = f"{calls[-1].name}({calls[-1].arguments})" if calls else "lookup()"
+        lines = [last] * (int(check["max_tool_calls"]) + 1 - len(calls))
+    pos = list(events(doc.text))[-1].start
+    doc.replace(pos, pos, "".join(f"[tool] {x}\n" for x in lines))
     return doc.observed()
 
 
