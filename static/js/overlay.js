@@ -787,6 +787,15 @@
       h("button", { type: "button", class: "ce-btn", title: "Zoom in", "aria-label": "Zoom in", onclick: () => this.zoomBy(1.25), text: "+" }),
       h("button", { type: "button", class: "ce-btn", title: "Zoom out", "aria-label": "Zoom out", onclick: () => this.zoomBy(0.8), text: "\u2212" }),
       this.collapseBtn,
+      (this.maxBtn = h("button", {
+        type: "button",
+        class: "ce-btn",
+        "aria-pressed": "false",
+        title: "Give the overlay the whole window (Esc gives it back)",
+        "data-testid": "overlay-maximise",
+        onclick: () => this.maximise(!this.root.classList.contains("ce-maximised")),
+        text: "Maximise",
+      })),
       this.opts.teach ? this.teachButton() : null,
       (this.stat = h("span", { class: "ce-muted ce-stat" })),
       // always there when pairing is offered, and of a fixed height: the graph's pane
@@ -839,11 +848,21 @@
     root.appendChild(h("div", { class: "ce-body" }, [side, centre, right]));
     root.addEventListener("keydown", (ev) => {
       if (ev.key !== "Escape") return;
+      if (root.classList.contains("ce-maximised")) return this.maximise(false);
       this.clear();
       if (this.teaching) this.teachPrompt();
     });
     this.showDetails(null);
     this.drawGraph();
+  };
+
+  // The pane is as big as the page allows; a long contract reads better on the whole
+  // window. The resize observer fits the graph to the new size.
+  Overlay.prototype.maximise = function (on) {
+    this.root.classList.toggle("ce-maximised", on);
+    this.maxBtn.setAttribute("aria-pressed", String(on));
+    this.maxBtn.textContent = on ? "Restore" : "Maximise";
+    if (on) this.maxBtn.focus();
   };
 
   Overlay.prototype.legend = function () {

@@ -220,6 +220,26 @@ def test_many_corrections_at_once_change_the_headline_in_place_and_revert(live_s
     assert not run.is_corrected
 
 
+def test_the_graph_takes_the_whole_window_and_gives_it_back(live_server, page, setup):
+    user, contract = setup
+    run = _run(user, contract, "1042", "ten", mode="token")
+    page.set_viewport_size({"width": 1024, "height": 768})
+    _login(page, live_server)
+    page.goto(f"{live_server.url}/r/{run.pk}/")
+    page.wait_for_selector("#overlay[data-rendered-nodes]")
+    before = page.locator("#overlay .ce-cy").bounding_box()
+    page.click("[data-testid=overlay-maximise]")
+    box = page.locator("#overlay").bounding_box()
+    assert box and box["width"] >= 1000 and box["height"] >= 740
+    after = page.locator("#overlay .ce-cy").bounding_box()
+    assert before and after and after["height"] > before["height"]
+    assert page.get_attribute("[data-testid=overlay-maximise]", "aria-pressed") == "true"
+    page.keyboard.press("Escape")
+    assert page.get_attribute("[data-testid=overlay-maximise]", "aria-pressed") == "false"
+    restored = page.locator("#overlay").bounding_box()
+    assert restored and restored["height"] < 740
+
+
 def test_the_graph_offers_no_pairing_to_an_annotator(live_server, page, setup, django_user_model):
     user, contract = setup
     run = _run(user, contract, "1042", "ten")
