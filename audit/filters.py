@@ -57,6 +57,7 @@ class _RunTarget(df.FilterSet):
     contract = df.CharFilter(field_name="contract__key", help_text="contract id (key)")
     query = df.CharFilter(field_name="query_key", help_text="query id")
     model = df.CharFilter(field_name="model_name", help_text="model name")
+    agent_version = df.CharFilter(help_text="agent version")
 
     class Meta:
         model = Run

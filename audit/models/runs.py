@@ -10,6 +10,7 @@ from django.db import models
 from django.db.models import Case, F, Q, Value, When
 
 from matching.formats import METRICS
+from matching.outcomes import obligation_outcomes
 
 from .contracts import Contract, Query
 from .projects import Project
@@ -119,6 +120,14 @@ class Run(models.Model):
         db_index=True,
         help_text="the agent or model that produced the trace",
     )
+    agent_version = models.CharField(
+        "agent version",
+        max_length=200,
+        blank=True,
+        default="",
+        db_index=True,
+        help_text="the version of the agent that produced the trace (a release, a commit)",
+    )
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.QUEUED)
     error = models.TextField(blank=True, default="")
     warnings = models.JSONField(default=list, blank=True)
@@ -163,6 +172,14 @@ class Run(models.Model):
         help_text="the engine's own reading (report, overlay, verdict, counts) while a "
         "reviewer's corrected reading is the run's; null when the run is not corrected",
     )
+    # Compact per-obligation outcome of the run's reading, kept beside the overlay so
+    # analytics read a few bytes a run instead of each overlay (tens of kilobytes).
+    obligations = models.JSONField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="node id -> m (met), o (out of order) or x (missed); absent: not applicable",
+    )
     extraction = models.JSONField(
         null=True,
         blank=True,
@@ -187,6 +204,8 @@ class Run(models.Model):
                 fields=["project", "status", "verdict", "-created_at", "-id"], name="run_inbox"
             ),
             models.Index(fields=["status", "started_at"], name="run_stale"),
+            # analytics read one contract's finished runs in a date range
+            models.Index(fields=["contract", "status", "created_at"], name="run_analytics"),
             models.Index(
                 F("project"),
                 F("status"),
@@ -239,6 +258,7 @@ class Run(models.Model):
         """Make ``report`` and its overlay the run's reading: the verdict, the counts per
         family and the metrics follow it. Not saved."""
         self.report, self.overlay = report, overlay
+        self.obligations = None if overlay is None else obligation_outcomes(overlay)
         self.verdict = report["verdict"]
         self.failure_count = len(report["failures"])
         for family, col in FAMILY_FIELDS.items():
@@ -264,6 +284,7 @@ class Run(models.Model):
             for f in READING_FIELDS:
                 setattr(self, f, self.automatic[f])
             self.automatic = None
+            self.obligations = None if self.overlay is None else obligation_outcomes(self.overlay)
 
 
 class ReviewVerdict(models.Model):

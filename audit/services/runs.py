@@ -140,6 +140,7 @@ def run_create(
     mode: str = RunMode.TOKEN,
     extractor: str = ExtractorName.NONE,
     model_name: str = "",
+    agent_version: str = "",
     judge_invariants: bool = False,
     select: str = "",
     output: str = "",
@@ -151,6 +152,8 @@ def run_create(
     the LLM judges invariants with no machine check and no score in the document.
     ``select`` (``task_id=…,trial=…``) chooses the trajectory of a τ-bench results file.
     ``output``: the agent's final output, for an input that does not end with it.
+    ``model_name`` and ``agent_version`` describe the agent; they are not inputs of the
+    report, so a run of the same inputs keeps the description it was created with.
     """
     authorize(user, contract.project_id, RUN)
     query = _runnable_query(contract, query_key, mode, extractor, judge_invariants)
@@ -183,6 +186,7 @@ def run_create(
         mode=mode,
         extractor=prepared.extractor,
         model_name=(model_name or "").strip()[:200],
+        agent_version=(agent_version or "").strip()[:200],
         judge_invariants=judge_invariants,
         created_by=actor(user),
     )
@@ -258,6 +262,7 @@ def _record_run(run: Run) -> None:
             "mode": run.mode,
             "extractor": run.extractor,
             "model": run.model_name,
+            "agent_version": run.agent_version,
             "judge_invariants": run.judge_invariants,
         },
     )

@@ -87,7 +87,7 @@ def run_revert(*, run: Run, user) -> Run:
         if not run.is_corrected:
             raise ServiceError("this run has no correction to revert")
         run.restore_automatic()
-        run.save(update_fields=[*READING_FIELDS, "automatic"])
+        run.save(update_fields=[*READING_FIELDS, "obligations", "automatic"])
         RunCorrection.objects.create(
             run=run,
             corrections=Corrections().to_data(),
@@ -161,7 +161,7 @@ def _store(run: Run, user, c: Corrections, more: Corrections) -> RunCorrection:
     run.keep_automatic()
     run.read(report, overlay)
     run.set_assessment(assessed)
-    run.save(update_fields=[*READING_FIELDS, "automatic"])
+    run.save(update_fields=[*READING_FIELDS, "obligations", "automatic"])
     row = RunCorrection.objects.create(
         run=run,
         corrections=c.to_data(),
