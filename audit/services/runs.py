@@ -5,7 +5,8 @@ A run is created synchronously (input parsed, rendered, validated: a bad input r
 :class:`ServiceError` with the engine's message and stores nothing), then evaluated by a
 Celery task queued when the transaction commits. The same inputs (contract version,
 query, canonical observed document, mode, extractor) are the same run: :func:`run_create`
-returns the existing one instead of a duplicate.
+returns the existing one instead of a duplicate. The model name and agent version describe
+the agent, not the report's inputs: the existing run keeps the ones it was created with.
 """
 
 from __future__ import annotations
@@ -152,8 +153,6 @@ def run_create(
     the LLM judges invariants with no machine check and no score in the document.
     ``select`` (``task_id=…,trial=…``) chooses the trajectory of a τ-bench results file.
     ``output``: the agent's final output, for an input that does not end with it.
-    ``model_name`` and ``agent_version`` describe the agent; they are not inputs of the
-    report, so a run of the same inputs keeps the description it was created with.
     """
     authorize(user, contract.project_id, RUN)
     query = _runnable_query(contract, query_key, mode, extractor, judge_invariants)
