@@ -23,7 +23,7 @@ COLOURS = {
 PARTS = (("met", "met"), ("out_of_order", "out of order"), ("missed", "missed"), ("n_a", "n/a"))
 INK, MUTED, GRID = "#1f2933", "#52606d", "#d9dee5"
 FONT = 'font-family="system-ui, sans-serif" font-size="12"'
-LABEL_CHARS = 38
+LABEL_CHARS = 36
 
 
 def _svg(width: int, height: int, title: str, desc: str, body: list[str], key: str) -> str:
@@ -101,7 +101,7 @@ def trend_svg(trend: Sequence[Mapping[str, Any]], title: str) -> str:
 def obligations_svg(rates: Mapping[str, Any], title: str) -> str:
     """One stacked bar per obligation: met, out of order, missed, not applicable."""
     rows = rates["obligations"]
-    width, left, right, top, row_h = 640, 250, 16, 34, 22
+    width, left, right, top, row_h = 680, 280, 16, 34, 22
     height = top + row_h * max(1, len(rows)) + 12
     plot_w = width - left - right
     body = _legend(left)
@@ -144,7 +144,7 @@ def compare_svg(result: Mapping[str, Any], title: str) -> str:
     """Per obligation, B's missed rate minus A's with its 95% interval, around zero;
     red where B misses more with confidence, green where it misses less."""
     rows = [result["violation"] | {"node": "any violation", "label": ""}, *result["obligations"]]
-    width, left, right, top, row_h = 640, 250, 24, 30, 22
+    width, left, right, top, row_h = 680, 280, 24, 30, 22
     height = top + row_h * len(rows) + 12
     plot_w = width - left - right
     zero = left + plot_w / 2

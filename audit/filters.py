@@ -9,16 +9,14 @@ never a query the database cannot run.
 
 from __future__ import annotations
 
-from datetime import date, datetime, time, timedelta
 from typing import Any
 
 import django_filters as df
 from django import forms
 from django.db.models import QuerySet
-from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 
-from .models import FAMILY_FIELDS, Assessment, Batch, Contract, Query, Run
+from .models import FAMILY_FIELDS, Assessment, Batch, Contract, Query, Run, RunOutcome
 from .selectors.runs import reviewed
 
 FAMILIES_HELP = "a failure family: " + ", ".join(FAMILY_FIELDS)
@@ -124,41 +122,27 @@ class BatchApiFilter(df.FilterSet):
         fields: list[str] = []
 
 
-def _day_start(day: date) -> datetime | None:
-    """Midnight of ``day`` in the current time zone; None past the calendar's ends."""
-    try:
-        return timezone.make_aware(datetime.combine(day, time.min))
-    except (OverflowError, ValueError):
-        return None
-
-
-def since_day(qs: QuerySet[Run], name: str, value: date) -> QuerySet[Run]:
-    # a range on the column itself (not its date), so the run_analytics index serves it
-    start = _day_start(value)
-    return qs if start is None else qs.filter(created_at__gte=start)
-
-
-def until_day(qs: QuerySet[Run], name: str, value: date) -> QuerySet[Run]:
-    if value >= date.max:
-        return qs
-    end = _day_start(value + timedelta(days=1))
-    return qs if end is None else qs.filter(created_at__lt=end)
-
-
 class AnalyticsFilter(df.FilterSet):
-    """Compliance analytics of one contract: by agent version, model and creation day."""
+    """Compliance analytics of one contract (its runs' :class:`RunOutcome` rows): by
+    agent version, model and creation day."""
 
     agent_version = df.CharFilter(help_text="agent version")
     model = df.CharFilter(field_name="model_name", help_text="model name")
-    since = df.DateFilter(method=since_day, help_text="runs created on or after (YYYY-MM-DD)")
-    until = df.DateFilter(method=until_day, help_text="runs created on or before (YYYY-MM-DD)")
+    since = df.DateFilter(
+        field_name="day", lookup_expr="gte", help_text="runs created on or after (YYYY-MM-DD)"
+    )
+    until = df.DateFilter(
+        field_name="day", lookup_expr="lte", help_text="runs created on or before (YYYY-MM-DD)"
+    )
 
     class Meta:
-        model = Run
+        model = RunOutcome
         fields: list[str] = []
 
 
-def analytics_runs(data: Any, runs: QuerySet[Run]) -> tuple[QuerySet[Run], dict[str, Any]]:
+def analytics_runs(
+    data: Any, runs: QuerySet[RunOutcome]
+) -> tuple[QuerySet[RunOutcome], dict[str, Any]]:
     """``runs`` filtered by the analytics parameters in ``data``, and the errors (a date
     that is not one: no runs, and the error to show or answer with a 400)."""
     filterset = AnalyticsFilter(data, queryset=runs)

@@ -10,7 +10,6 @@ from django.db import models
 from django.db.models import Case, F, Q, Value, When
 
 from matching.formats import METRICS
-from matching.outcomes import obligation_outcomes
 
 from .contracts import Contract, Query
 from .projects import Project
@@ -172,14 +171,6 @@ class Run(models.Model):
         help_text="the engine's own reading (report, overlay, verdict, counts) while a "
         "reviewer's corrected reading is the run's; null when the run is not corrected",
     )
-    # Compact per-obligation outcome of the run's reading, kept beside the overlay so
-    # analytics read a few bytes a run instead of each overlay (tens of kilobytes).
-    obligations = models.JSONField(
-        null=True,
-        blank=True,
-        editable=False,
-        help_text="node id -> m (met), o (out of order) or x (missed); absent: not applicable",
-    )
     extraction = models.JSONField(
         null=True,
         blank=True,
@@ -204,8 +195,6 @@ class Run(models.Model):
                 fields=["project", "status", "verdict", "-created_at", "-id"], name="run_inbox"
             ),
             models.Index(fields=["status", "started_at"], name="run_stale"),
-            # analytics read one contract's finished runs in a date range
-            models.Index(fields=["contract", "status", "created_at"], name="run_analytics"),
             models.Index(
                 F("project"),
                 F("status"),
@@ -258,7 +247,6 @@ class Run(models.Model):
         """Make ``report`` and its overlay the run's reading: the verdict, the counts per
         family and the metrics follow it. Not saved."""
         self.report, self.overlay = report, overlay
-        self.obligations = None if overlay is None else obligation_outcomes(overlay)
         self.verdict = report["verdict"]
         self.failure_count = len(report["failures"])
         for family, col in FAMILY_FIELDS.items():
@@ -284,7 +272,40 @@ class Run(models.Model):
             for f in READING_FIELDS:
                 setattr(self, f, self.automatic[f])
             self.automatic = None
-            self.obligations = None if self.overlay is None else obligation_outcomes(self.overlay)
+
+
+class RunOutcome(models.Model):
+    """A finished run as compliance analytics read it: what filters it, whether it was
+    clean, and its outcome per obligation (``matching.outcomes``), in a narrow row.
+
+    Analytics read every finished run of a contract; a run's own row carries its report,
+    overlay and input (~15 kB of JSON), which SQLite stores before any column added
+    later, so reading even one small column of 100,000 runs walked 1.6 GB. Kept in step
+    with the run's reading by ``audit.services.runs.run_outcome_record``.
+    """
+
+    run = models.OneToOneField(
+        Run, primary_key=True, on_delete=models.CASCADE, related_name="outcome"
+    )
+    contract = models.ForeignKey(Contract, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField(help_text="the run's creation day (the project's time zone)")
+    agent_version = models.CharField(max_length=200, blank=True, default="")
+    model_name = models.CharField(max_length=200, blank=True, default="")
+    is_clean = models.BooleanField()
+    obligations = models.JSONField(
+        default=dict,
+        help_text="node id -> m (met), o (out of order) or x (missed); absent: not applicable",
+    )
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["contract", "day"], name="run_outcome_day"),
+            models.Index(fields=["contract", "agent_version", "day"], name="run_outcome_version"),
+            models.Index(fields=["contract", "model_name", "day"], name="run_outcome_model"),
+        ]
+
+    def __str__(self) -> str:
+        return f"outcome of run {self.run_id}"
 
 
 class ReviewVerdict(models.Model):

@@ -6,8 +6,8 @@ of clean runs per day or week; and two agent versions (or models) compared oblig
 by obligation, the difference in missed rate with a 95% Newcombe interval.
 
 Every rate has the same denominator, ``n``: the finished runs the filters keep. A run
-reads only its compact ``obligations`` column (a few bytes a node), never its overlay,
-and the trend is counted by the database.
+is read from its narrow :class:`~audit.models.RunOutcome` row (a few bytes a node),
+never from its overlay, and the trend is counted by the database.
 """
 
 from __future__ import annotations
@@ -17,25 +17,24 @@ import io
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from datetime import date, timedelta
 from typing import Any
 
 from django.db.models import Count, Q, QuerySet
-from django.db.models.functions import TruncDate, TruncWeek
 
 from matching.outcomes import MET, MISSED, OUT_OF_ORDER
 
-from ..models import Contract, Run, RunStatus
+from ..models import Contract, RunOutcome
 
 Z95 = 1.959963984540054  # the standard normal's 97.5th percentile
 # What a comparison splits the runs by: the query parameter -> the run's column.
 COMPARE_BY = {"agent_version": "agent_version", "model": "model_name"}
-BUCKETS = {"day": TruncDate, "week": TruncWeek}
 CHOICES_LISTED = 200  # distinct versions or models offered in a filter
 
 
-def finished_runs(contract: Contract) -> QuerySet[Run]:
-    """The runs of ``contract`` that have a reading (failed runs have none)."""
-    return Run.objects.filter(contract=contract, status=RunStatus.DONE)
+def finished_runs(contract: Contract) -> QuerySet[RunOutcome]:
+    """The finished runs of ``contract`` with a reading (failed runs have none)."""
+    return RunOutcome.objects.filter(contract=contract)
 
 
 def filter_choices(contract: Contract) -> dict[str, list[str]]:
@@ -67,7 +66,7 @@ def _tally(outcomes: Iterable[Mapping[str, str] | None]) -> tuple[int, dict[str,
     return n, per_node
 
 
-def obligation_rates(contract: Contract, runs: QuerySet[Run]) -> dict[str, Any]:
+def obligation_rates(contract: Contract, runs: QuerySet[RunOutcome]) -> dict[str, Any]:
     """``{"runs": n, "obligations": [...]}``: per node of ``contract`` (in declaration
     order) the counts and rates of met, missed, out of order and not applicable."""
     n, per_node = _tally(runs.values_list("obligations", flat=True).iterator(chunk_size=2000))
@@ -95,29 +94,26 @@ def obligation_rates(contract: Contract, runs: QuerySet[Run]) -> dict[str, Any]:
     return {"runs": n, "obligations": rows}
 
 
-def clean_trend(runs: QuerySet[Run], bucket: str = "day") -> list[dict[str, Any]]:
-    """Per day (or week, from Monday) with runs: how many, how many clean, the share."""
-    trunc = BUCKETS.get(bucket, TruncDate)
+def clean_trend(runs: QuerySet[RunOutcome], bucket: str = "day") -> list[dict[str, Any]]:
+    """Per day (or ISO week, from its Monday) with runs: how many, how many clean, the
+    share. The database counts per day; weeks are summed from the days."""
     rows = (
         runs.order_by()
-        .annotate(period=trunc("created_at"))
-        .values("period")
-        .annotate(runs=Count("id"), clean_runs=Count("id", filter=Q(verdict="clean")))
-        .order_by("period")
+        .values("day")
+        .annotate(runs=Count("pk"), clean_runs=Count("pk", filter=Q(is_clean=True)))
+        .order_by("day")
     )
-    out = []
+    totals: dict[date, list[int]] = {}
     for r in rows:
-        period = r["period"]
-        period = period.date() if hasattr(period, "date") else period
-        out.append(
-            {
-                "period": period.isoformat(),
-                "runs": r["runs"],
-                "clean": r["clean_runs"],
-                "clean_share": _rate(r["clean_runs"], r["runs"]),
-            }
-        )
-    return out
+        day = r["day"]
+        period = day - timedelta(days=day.weekday()) if bucket == "week" else day
+        total = totals.setdefault(period, [0, 0])
+        total[0] += r["runs"]
+        total[1] += r["clean_runs"]
+    return [
+        {"period": p.isoformat(), "runs": n, "clean": k, "clean_share": _rate(k, n)}
+        for p, (n, k) in totals.items()
+    ]
 
 
 def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float] | None:
@@ -157,24 +153,26 @@ def _flag(interval: tuple[float, float] | None) -> str:
     return ""
 
 
-def compare(contract: Contract, runs: QuerySet[Run], by: str, a: str, b: str) -> dict[str, Any]:
+def compare(
+    contract: Contract, runs: QuerySet[RunOutcome], by: str, a: str, b: str
+) -> dict[str, Any]:
     """Group A (``by`` = ``a``) against group B (``b``): per obligation each group's
     missed rate and B minus A with its 95% interval and a flag where the interval
     excludes 0; the same for the share of non-clean runs (``violation``)."""
     col = COMPARE_BY[by]
     groups: dict[str, list[Any]] = {a: [], b: []}
-    verdicts: dict[str, Counter] = {a: Counter(), b: Counter()}
-    rows = runs.filter(**{f"{col}__in": [a, b]}).values_list(col, "obligations", "verdict")
-    for value, outcomes, verdict in rows.iterator(chunk_size=2000):
+    clean: Counter = Counter()
+    rows = runs.filter(**{f"{col}__in": [a, b]}).values_list(col, "obligations", "is_clean")
+    for value, outcomes, is_clean in rows.iterator(chunk_size=2000):
         groups[value].append(outcomes)
-        verdicts[value][verdict] += 1
+        clean[value] += bool(is_clean)
     (na, tally_a), (nb, tally_b) = _tally(groups[a]), _tally(groups[b])
     out_rows = []
     for node_id, label, kind in _nodes(contract):
         ka = tally_a.get(node_id, Counter())[MISSED]
         kb = tally_b.get(node_id, Counter())[MISSED]
         out_rows.append({"node": node_id, "label": label, "type": kind, **_diff(ka, na, kb, nb)})
-    violation = _diff(na - verdicts[a]["clean"], na, nb - verdicts[b]["clean"], nb)
+    violation = _diff(na - clean[a], na, nb - clean[b], nb)
     return {
         "by": by,
         "a": {"value": a, "runs": na},

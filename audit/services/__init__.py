@@ -64,7 +64,14 @@ if TYPE_CHECKING:
         proposal_run_execute,
     )
     from .queries import query_delete, query_document, query_save
-    from .runs import NO_LLM_FOR_INVARIANTS, input_hash, run_create, run_execute, run_retry
+    from .runs import (
+        NO_LLM_FOR_INVARIANTS,
+        input_hash,
+        run_create,
+        run_execute,
+        run_outcome_record,
+        run_retry,
+    )
     from .teaching import enactment_delete, run_correct, run_pair, run_revert, run_unpair
     from .team import (
         assignment_create,
@@ -144,6 +151,7 @@ _LAZY = {
     "run_correct": "teaching",
     "run_create": "runs",
     "run_execute": "runs",
+    "run_outcome_record": "runs",
     "run_pair": "teaching",
     "run_retry": "runs",
     "run_revert": "teaching",
@@ -219,6 +227,7 @@ __all__ = [
     "run_correct",
     "run_create",
     "run_execute",
+    "run_outcome_record",
     "run_pair",
     "run_retry",
     "run_revert",

@@ -32,6 +32,7 @@ from matching.llm.client import LLMClient, LLMError
 from matching.llm.config import LLMConfig
 from matching.llm.extractor import LLMExtractor
 from matching.llm.judge import judge_invariants
+from matching.outcomes import obligation_outcomes
 from matching.overlay import overlay_payload
 from matching.uploads import PreparedInput, prepare_input
 from matching.validate import load_contract
@@ -46,6 +47,7 @@ from ..models import (
     Query,
     Run,
     RunMode,
+    RunOutcome,
     RunStatus,
 )
 from ..permissions import RUN, authorize
@@ -391,8 +393,29 @@ def run_execute(*, run_id: int, final_attempt: bool = True) -> Run:
         run.warnings = caught
         run.read(report, overlay)
     run.finished_at = timezone.now()
-    run.save()
+    with transaction.atomic():
+        run.save()
+        run_outcome_record(run=run)
     return run
+
+
+def run_outcome_record(*, run: Run) -> None:
+    """Keep ``run``'s row of the analytics table (:class:`RunOutcome`) in step with its
+    reading: written when it is done, corrected or reverted, removed otherwise."""
+    if run.status != RunStatus.DONE or run.overlay is None:
+        RunOutcome.objects.filter(run_id=run.pk).delete()
+        return
+    RunOutcome.objects.update_or_create(
+        run_id=run.pk,
+        defaults={
+            "contract_id": run.contract_id,
+            "day": timezone.localdate(run.created_at),
+            "agent_version": run.agent_version,
+            "model_name": run.model_name,
+            "is_clean": run.verdict == "clean",
+            "obligations": obligation_outcomes(run.overlay),
+        },
+    )
 
 
 def run_retry(*, run: Run, user) -> Run:

@@ -38,7 +38,7 @@ from ..permissions import TEACH, UNTEACH, require
 from ..selectors.assessments import project_thresholds
 from ..selectors.teaching import latest_correction, step_text
 from .common import ServiceError, actor
-from .runs import run_contract
+from .runs import run_contract, run_outcome_record
 
 
 def run_correct(
@@ -87,7 +87,8 @@ def run_revert(*, run: Run, user) -> Run:
         if not run.is_corrected:
             raise ServiceError("this run has no correction to revert")
         run.restore_automatic()
-        run.save(update_fields=[*READING_FIELDS, "obligations", "automatic"])
+        run.save(update_fields=[*READING_FIELDS, "automatic"])
+        run_outcome_record(run=run)
         RunCorrection.objects.create(
             run=run,
             corrections=Corrections().to_data(),
@@ -161,7 +162,8 @@ def _store(run: Run, user, c: Corrections, more: Corrections) -> RunCorrection:
     run.keep_automatic()
     run.read(report, overlay)
     run.set_assessment(assessed)
-    run.save(update_fields=[*READING_FIELDS, "obligations", "automatic"])
+    run.save(update_fields=[*READING_FIELDS, "automatic"])
+    run_outcome_record(run=run)
     row = RunCorrection.objects.create(
         run=run,
         corrections=c.to_data(),

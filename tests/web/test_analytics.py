@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from audit import services
 from audit.management.commands.load_demo import observed_variant, runs_in_process
-from audit.models import Run
+from audit.models import Run, RunOutcome
 from audit.selectors.analytics import newcombe, wilson
 
 pytestmark = pytest.mark.django_db
@@ -61,7 +61,7 @@ def _rows(response) -> dict[str, dict]:
 
 
 def test_the_outcome_of_every_obligation_is_stored_when_a_run_finishes(runs):
-    outcomes = Run.objects.filter(agent_version="2.0").values_list("obligations", flat=True)
+    outcomes = RunOutcome.objects.filter(agent_version="2.0").values_list("obligations", flat=True)
     verify = sorted(o["verify_owner"] for o in outcomes)
     assert verify == ["m"] * 4 + ["x"] * 6  # the swapped runs did verify, late only
     late = [o for o in outcomes if o["approve_refund"] == "o"]
@@ -282,3 +282,33 @@ def test_api_run_creation_and_the_run_export_carry_the_agent_version(users, api,
         ][0]["id"]
         == run.pk
     )
+
+
+def test_a_correction_and_its_revert_keep_the_analytics_in_step(audited, users, observed_doc):
+    with runs_in_process():
+        run, _ = services.run_create(
+            contract=audited, user=users["annotator"], query_key="q1", kind="observed",
+            data=observed_doc, mode="token", agent_version="1.0",
+        )  # fmt: skip
+    run = services.run_execute(run_id=run.pk)
+    assert RunOutcome.objects.get(run=run).obligations["verify_owner"] == "m"
+    services.run_unpair(run=run, user=users["reviewer"], expected_id="verify_owner")
+    outcome = RunOutcome.objects.get(run=run)
+    assert outcome.obligations["verify_owner"] == "x" and not outcome.is_clean
+    services.run_revert(run=Run.objects.get(pk=run.pk), user=users["reviewer"])
+    assert RunOutcome.objects.get(run=run).obligations["verify_owner"] == "m"
+    Run.objects.filter(pk=run.pk).update(status="failed")
+    services.run_outcome_record(run=Run.objects.get(pk=run.pk))
+    assert not RunOutcome.objects.filter(run=run).exists()
+
+
+def test_the_migration_fills_the_analytics_of_runs_read_before_it(runs):
+    from importlib import import_module
+
+    from django.apps import apps
+
+    before = {o.run_id: (o.obligations, o.is_clean) for o in RunOutcome.objects.all()}
+    RunOutcome.objects.all().delete()
+    import_module("audit.migrations.0019_run_agent_version").fill_outcomes(apps, None)
+    after = {o.run_id: (o.obligations, o.is_clean) for o in RunOutcome.objects.all()}
+    assert after == before and len(after) == 18
