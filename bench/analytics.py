@@ -65,8 +65,8 @@ def main() -> None:
     compare = f"/c/{contract.pk}/analytics/compare/?a=1.4.0&b=1.5.0"
     get = lambda url: client.get(url, HTTP_HOST="127.0.0.1")  # noqa: E731
     timings = {
-        "rates (obligations column)": lambda: analytics.obligation_rates(contract, runs),
-        "rates (overlays, for comparison)": lambda: rates_from_overlays(contract, runs),
+        "rates (RunOutcome patterns)": lambda: analytics.obligation_rates(contract, runs),
+        "rates from the overlays instead": lambda: rates_from_overlays(contract, runs),
         "trend per day": lambda: analytics.clean_trend(runs, "day"),
         "trend per week": lambda: analytics.clean_trend(runs, "week"),
         "compare 1.4.0 / 1.5.0": lambda: analytics.compare(
