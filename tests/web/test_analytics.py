@@ -312,3 +312,15 @@ def test_the_migration_fills_the_analytics_of_runs_read_before_it(runs):
     import_module("audit.migrations.0019_run_agent_version").fill_outcomes(apps, None)
     after = {o.run_id: (o.obligations, o.is_clean) for o in RunOutcome.objects.all()}
     assert after == before and len(after) == 18
+
+
+def test_the_schema_documents_both_analytics_endpoints_and_their_parameters(client):
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    params = {
+        path: {p["name"] for p in schema["paths"][path]["get"]["parameters"]}
+        for path in ("/api/contracts/{id}/analytics/", "/api/contracts/{id}/analytics/compare/")
+    }
+    assert {"agent_version", "model", "since", "until", "bucket"} <= params[
+        "/api/contracts/{id}/analytics/"
+    ]
+    assert {"a", "b", "by", "since"} <= params["/api/contracts/{id}/analytics/compare/"]
