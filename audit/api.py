@@ -221,6 +221,7 @@ class RunViewSet(
                 mode=d["mode"],
                 extractor=d["extractor"],
                 model_name=d.get("model") or "",
+                agent_version=d.get("agent_version") or "",
                 judge_invariants=d.get("judge_invariants", False),
                 select=d.get("select") or "",
                 output=d.get("output") or "",

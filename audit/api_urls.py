@@ -8,7 +8,7 @@ from django.urls import include, path
 from django.utils.module_loading import import_string
 from rest_framework.routers import DefaultRouter
 
-from . import api, api_team, api_tools
+from . import api, api_analytics, api_team, api_tools
 
 app_name = "api"
 
@@ -64,6 +64,16 @@ urlpatterns = [
         "contracts/<int:pk>/adjudication/", api_team.AdjudicationView.as_view(), name="adjudication"
     ),
     path("contracts/<int:pk>/curation/", api_team.CurationView.as_view(), name="curation"),
+    path(
+        "contracts/<int:pk>/analytics/",
+        api_analytics.ContractAnalyticsView.as_view(),
+        name="analytics",
+    ),
+    path(
+        "contracts/<int:pk>/analytics/compare/",
+        api_analytics.ContractCompareView.as_view(),
+        name="analytics-compare",
+    ),
     path("contracts/<int:pk>/tools/", api_tools.ToolCatalogueView.as_view(), name="tools"),
     path(
         "contracts/<int:pk>/tools/bindings/",

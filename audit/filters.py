@@ -16,7 +16,7 @@ from django import forms
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema_field
 
-from .models import FAMILY_FIELDS, Assessment, Batch, Contract, Query, Run
+from .models import FAMILY_FIELDS, Assessment, Batch, Contract, Query, Run, RunOutcome
 from .selectors.runs import reviewed
 
 FAMILIES_HELP = "a failure family: " + ", ".join(FAMILY_FIELDS)
@@ -57,6 +57,7 @@ class _RunTarget(df.FilterSet):
     contract = df.CharFilter(field_name="contract__key", help_text="contract id (key)")
     query = df.CharFilter(field_name="query_key", help_text="query id")
     model = df.CharFilter(field_name="model_name", help_text="model name")
+    agent_version = df.CharFilter(help_text="agent version")
 
     class Meta:
         model = Run
@@ -119,6 +120,35 @@ class BatchApiFilter(df.FilterSet):
     class Meta:
         model = Batch
         fields: list[str] = []
+
+
+class AnalyticsFilter(df.FilterSet):
+    """Compliance analytics of one contract (its runs' :class:`RunOutcome` rows): by
+    agent version, model and creation day."""
+
+    agent_version = df.CharFilter(help_text="agent version")
+    model = df.CharFilter(field_name="model_name", help_text="model name")
+    since = df.DateFilter(
+        field_name="day", lookup_expr="gte", help_text="runs created on or after (YYYY-MM-DD)"
+    )
+    until = df.DateFilter(
+        field_name="day", lookup_expr="lte", help_text="runs created on or before (YYYY-MM-DD)"
+    )
+
+    class Meta:
+        model = RunOutcome
+        fields: list[str] = []
+
+
+def analytics_runs(
+    data: Any, runs: QuerySet[RunOutcome]
+) -> tuple[QuerySet[RunOutcome], dict[str, Any]]:
+    """``runs`` filtered by the analytics parameters in ``data``, and the errors (a date
+    that is not one: no runs, and the error to show or answer with a 400)."""
+    filterset = AnalyticsFilter(data, queryset=runs)
+    if not filterset.is_valid():
+        return runs.none(), dict(filterset.errors)
+    return filterset.qs, {}
 
 
 def filter_values(filterset: type[df.FilterSet], data: Any) -> dict[str, str]:

@@ -92,6 +92,7 @@ class RunSerializer(serializers.ModelSerializer):
     contract_version = serializers.IntegerField(source="contract.version", read_only=True)
     query = serializers.CharField(source="query_key", read_only=True)
     model = serializers.CharField(source="model_name", read_only=True)
+    agent_version = serializers.CharField(read_only=True)
     families = serializers.ListField(child=serializers.CharField(), read_only=True)
     metrics = serializers.SerializerMethodField()
     created_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
@@ -120,6 +121,7 @@ class RunSerializer(serializers.ModelSerializer):
             "contract_version",
             "query",
             "model",
+            "agent_version",
             "input_kind",
             "mode",
             "extractor",
@@ -192,6 +194,13 @@ class RunCreateSerializer(serializers.Serializer):
     mode = serializers.ChoiceField(choices=RunMode.choices, default=RunMode.TOKEN)
     extractor = serializers.ChoiceField(choices=ExtractorName.choices, default=ExtractorName.NONE)
     model = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+    agent_version = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=200,
+        help_text="the version of the agent that made the trace (analytics compare versions)",
+    )
     judge_invariants = serializers.BooleanField(
         default=False,
         help_text="score invariants without a machine check with the LLM invariant judge"

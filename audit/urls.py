@@ -2,6 +2,7 @@ from django.urls import path
 
 from .views import (
     adjudication,
+    analytics,
     batches,
     contracts,
     inbox,
@@ -33,6 +34,13 @@ urlpatterns = [
     path("c/<int:pk>/new-version/", contracts.contract_new_version, name="contract_new_version"),
     path("c/<int:pk>/details/", contracts.contract_details, name="contract_details"),
     path("c/<int:pk>/nodes/new/", workspace.node_new, name="node_new"),
+    path("c/<int:pk>/analytics/", analytics.analytics_page, name="analytics"),
+    path("c/<int:pk>/analytics/compare/", analytics.analytics_compare, name="analytics_compare"),
+    path(
+        "c/<int:pk>/analytics/<slug:part>.<str:fmt>",
+        analytics.analytics_download,
+        name="analytics_download",
+    ),
     path("c/<int:pk>/tools/", tools.tools_page, name="tools"),
     path("c/<int:pk>/tools/import/", tools.tools_import, name="tools_import"),
     path("c/<int:pk>/tools/bind/", tools.tool_bind, name="tool_bind"),

@@ -38,6 +38,7 @@ FAMILIES = [
     "n_output_contract",
 ]
 MODELS = ["gpt-4o", "gpt-4o-mini", "claude-sonnet", "llama-3-70b", ""]
+AGENT_VERSIONS = ["1.4.0", "1.5.0", "1.6.0-rc1", ""]
 TOKEN_FILE = ROOT / "var" / "loadtest-token"
 
 
@@ -56,6 +57,18 @@ def template_run(contract, user):
     if run.status != "done":
         run = runs.run_execute(run_id=run.pk)
     return Run.objects.get(pk=run.pk)
+
+
+def outcomes(clean: dict[str, str], run, rng: random.Random) -> dict:
+    """The clean run's outcome per obligation, with misses and late steps where the
+    seeded run counts omissions and ordering failures (for the analytics)."""
+    out = dict(clean)
+    nodes = sorted(out)
+    for node in rng.sample(nodes, min(len(nodes), run.n_omission)):
+        out[node] = "x"
+    for node in rng.sample(nodes, min(len(nodes), run.n_ordering)):
+        out[node] = "o"
+    return out
 
 
 def clone(template, i: int, now, rng: random.Random, reviewer):
@@ -82,6 +95,7 @@ def clone(template, i: int, now, rng: random.Random, reviewer):
         mode=template.mode,
         extractor=template.extractor,
         model_name=rng.choice(MODELS),
+        agent_version=rng.choice(AGENT_VERSIONS),
         status=status,
         error="" if status != "failed" else "internal error: seeded failure",
         report=template.report if done else None,
@@ -104,7 +118,7 @@ def seed(total: int, batch_size: int = 2000, seed_value: int = 0) -> int:
     from django.utils import timezone
     from rest_framework.authtoken.models import Token
 
-    from audit.models import Contract, ReviewVerdict, Run
+    from audit.models import Contract, ReviewVerdict, Run, RunOutcome
 
     call_command("load_demo", verbosity=0, stdout=open(os.devnull, "w"))  # noqa: SIM115
     reviewer = get_user_model().objects.get(username="reviewer")
@@ -112,6 +126,7 @@ def seed(total: int, batch_size: int = 2000, seed_value: int = 0) -> int:
     TOKEN_FILE.write_text(Token.objects.get_or_create(user=reviewer)[0].key)
     contract = Contract.objects.filter(key="refund-mini", status="audited").latest("version")
     template = template_run(contract, reviewer)
+    clean = RunOutcome.objects.get(run=template).obligations
     have = Run.objects.filter(project_id=contract.project_id).count()
     missing = max(0, total - have)
     rng, now = random.Random(seed_value + have), timezone.now()
@@ -123,6 +138,19 @@ def seed(total: int, batch_size: int = 2000, seed_value: int = 0) -> int:
         batch = [clone(template, have + added + k, now, rng, reviewer) for k in range(n)]
         with transaction.atomic():
             made = Run.objects.bulk_create(batch)
+            RunOutcome.objects.bulk_create(
+                RunOutcome(
+                    run=r,
+                    contract_id=r.contract_id,
+                    day=timezone.localdate(r.created_at),
+                    agent_version=r.agent_version,
+                    model_name=r.model_name,
+                    is_clean=r.verdict == "clean",
+                    obligations=outcomes(clean, r, rng),
+                )
+                for r in made
+                if r.status == "done"
+            )
             ReviewVerdict.objects.bulk_create(
                 ReviewVerdict(run=r, reviewer=reviewer, agrees=rng.random() < 0.8, note="")
                 for r in made

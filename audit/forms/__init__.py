@@ -1,10 +1,11 @@
 """Forms: they parse and check input; the services decide what may change.
 
 ``workspace`` holds the audit workspace's forms, ``runs`` those of runs, verdicts and
-batches."""
+batches, ``analytics`` the options of the analytics pages."""
 
 from __future__ import annotations
 
+from .analytics import CompareForm, TrendForm
 from .ingest import IngestTokenForm, RoutingRuleForm
 from .runs import BatchForm, EvaluatorSelect, ReviewThresholdsForm, RunForm, VerdictForm
 from .workspace import (
@@ -32,6 +33,8 @@ from .workspace import (
 )
 
 __all__ = [
+    "CompareForm",
+    "TrendForm",
     "ARTIFACT_EXTENSIONS",
     "BatchForm",
     "ContractDetailsForm",

@@ -49,6 +49,12 @@ class RunForm(forms.Form):
     model_name = forms.CharField(
         label="Model", required=False, max_length=200, help_text="the agent that made the trace"
     )
+    agent_version = forms.CharField(
+        label="Agent version",
+        required=False,
+        max_length=200,
+        help_text="optional: the agent's release or commit, compared in analytics",
+    )
     judge_invariants = forms.BooleanField(
         label="Judge unchecked invariants with the LLM",
         required=False,

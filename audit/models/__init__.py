@@ -38,6 +38,7 @@ from .runs import (
     ReviewVerdict,
     Run,
     RunMode,
+    RunOutcome,
     RunStatus,
 )
 from .teaching import Enactment, RunCorrection
@@ -102,6 +103,7 @@ __all__ = [
     "Run",
     "RunCorrection",
     "RunMode",
+    "RunOutcome",
     "RunStatus",
     "RoutingRule",
     "TraceStatus",

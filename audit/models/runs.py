@@ -119,6 +119,14 @@ class Run(models.Model):
         db_index=True,
         help_text="the agent or model that produced the trace",
     )
+    agent_version = models.CharField(
+        "agent version",
+        max_length=200,
+        blank=True,
+        default="",
+        db_index=True,
+        help_text="the version of the agent that produced the trace (a release, a commit)",
+    )
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.QUEUED)
     error = models.TextField(blank=True, default="")
     warnings = models.JSONField(default=list, blank=True)
@@ -264,6 +272,40 @@ class Run(models.Model):
             for f in READING_FIELDS:
                 setattr(self, f, self.automatic[f])
             self.automatic = None
+
+
+class RunOutcome(models.Model):
+    """A finished run as compliance analytics read it: what filters it, whether it was
+    clean, and its outcome per obligation (``matching.outcomes``), in a narrow row.
+
+    Analytics read every finished run of a contract; a run's own row carries its report,
+    overlay and input (~15 kB of JSON), which SQLite stores before any column added
+    later, so reading even one small column of 100,000 runs walked 1.6 GB. Kept in step
+    with the run's reading by ``audit.services.runs.run_outcome_record``.
+    """
+
+    run = models.OneToOneField(
+        Run, primary_key=True, on_delete=models.CASCADE, related_name="outcome"
+    )
+    contract = models.ForeignKey(Contract, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField(help_text="the run's creation day (the project's time zone)")
+    agent_version = models.CharField(max_length=200, blank=True, default="")
+    model_name = models.CharField(max_length=200, blank=True, default="")
+    is_clean = models.BooleanField()
+    obligations = models.JSONField(
+        default=dict,
+        help_text="node id -> m (met), o (out of order) or x (missed); absent: not applicable",
+    )
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["contract", "day"], name="run_outcome_day"),
+            models.Index(fields=["contract", "agent_version", "day"], name="run_outcome_version"),
+            models.Index(fields=["contract", "model_name", "day"], name="run_outcome_model"),
+        ]
+
+    def __str__(self) -> str:
+        return f"outcome of run {self.run_id}"
 
 
 class ReviewVerdict(models.Model):

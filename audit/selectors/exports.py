@@ -89,6 +89,7 @@ def run_export(run: Run) -> dict[str, Any]:
         "contract": {"id": run.contract.key, "version": run.contract.version},
         "query": run.query_key,
         "model": run.model_name,
+        "agent_version": run.agent_version,
         "input_kind": run.input_kind,
         "mode": run.mode,
         "extractor": run.extractor,

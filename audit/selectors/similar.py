@@ -14,9 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from matching.corrections import Corrections
-from matching.similarity import sim, tokens
-
 from ..models import ExtractorName, Run, RunStatus
 from .teaching import latest_correction, step_text
 
@@ -43,12 +40,15 @@ class Suggestion:
 def similar_corrections(run: Run) -> list[Suggestion]:
     """Steps of the contract's other runs that match the steps ``run``'s corrections
     pair or read as commentary, best match first, one per run and decision."""
+    from matching.similarity import tokens  # the engine loads with the first use, not at start-up
+
     latest = latest_correction(run) if run.is_corrected else None
     if latest is None:
         return []
-    c = Corrections.from_data(latest.corrections)
+    c = latest.corrections
     shown = (run.automatic or {}).get("overlay") or run.overlay or {}
-    decisions = [("pair", e, o) for e, o in c.pair] + [("commentary", "", o) for o in c.commentary]
+    decisions = [("pair", str(e), str(o)) for e, o in c.get("pair", [])]
+    decisions += [("commentary", "", str(o)) for o in c.get("commentary", [])]
     wanted = [(kind, e, o, tokens(step_text(shown, o))) for kind, e, o in decisions]
     out: list[Suggestion] = []
     for other in _other_runs(run):
@@ -68,6 +68,8 @@ def _other_runs(run: Run) -> list[Run]:
 
 
 def _matches(other: Run, wanted: list[tuple[str, str, str, frozenset[str]]]) -> list[Suggestion]:
+    from matching.similarity import sim, tokens
+
     overlay = other.overlay or {}
     paired = {a["expected"]: a["observed"] for a in (other.report or {}).get("alignment", [])}
     steps = [(o["id"], step_text(overlay, o["id"])) for o in overlay.get("observed", [])]

@@ -69,7 +69,14 @@ if TYPE_CHECKING:
     )
     from .queries import query_delete, query_document, query_save
     from .reviews import nodes_review
-    from .runs import NO_LLM_FOR_INVARIANTS, input_hash, run_create, run_execute, run_retry
+    from .runs import (
+        NO_LLM_FOR_INVARIANTS,
+        input_hash,
+        run_create,
+        run_execute,
+        run_outcome_record,
+        run_retry,
+    )
     from .teaching import (
         enactment_delete,
         run_correct,
@@ -155,6 +162,7 @@ _LAZY = {
     "run_correct": "teaching",
     "run_create": "runs",
     "run_execute": "runs",
+    "run_outcome_record": "runs",
     "run_pair": "teaching",
     "run_retry": "runs",
     "run_revert": "teaching",
@@ -230,6 +238,7 @@ __all__ = [
     "run_correct",
     "run_create",
     "run_execute",
+    "run_outcome_record",
     "run_pair",
     "run_retry",
     "run_revert",

@@ -5,7 +5,8 @@ A run is created synchronously (input parsed, rendered, validated: a bad input r
 :class:`ServiceError` with the engine's message and stores nothing), then evaluated by a
 Celery task queued when the transaction commits. The same inputs (contract version,
 query, canonical observed document, mode, extractor) are the same run: :func:`run_create`
-returns the existing one instead of a duplicate.
+returns the existing one instead of a duplicate. The model name and agent version describe
+the agent, not the report's inputs: the existing run keeps the ones it was created with.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from matching.llm.client import LLMClient, LLMError
 from matching.llm.config import LLMConfig
 from matching.llm.extractor import LLMExtractor
 from matching.llm.judge import judge_invariants
+from matching.outcomes import obligation_outcomes
 from matching.pair_model import Thresholds
 from matching.pipeline import InvariantJudge, Options, judge_trace, reads_enactments
 from matching.uploads import PreparedInput, prepare_input
@@ -43,6 +45,7 @@ from ..models import (
     Query,
     Run,
     RunMode,
+    RunOutcome,
     RunStatus,
 )
 from ..permissions import RUN, authorize
@@ -138,6 +141,7 @@ def run_create(
     mode: str = RunMode.TOKEN,
     extractor: str = ExtractorName.NONE,
     model_name: str = "",
+    agent_version: str = "",
     judge_invariants: bool = False,
     select: str = "",
     output: str = "",
@@ -181,6 +185,7 @@ def run_create(
         mode=mode,
         extractor=prepared.extractor,
         model_name=(model_name or "").strip()[:200],
+        agent_version=(agent_version or "").strip()[:200],
         judge_invariants=judge_invariants,
         created_by=actor(user),
     )
@@ -256,6 +261,7 @@ def _record_run(run: Run) -> None:
             "mode": run.mode,
             "extractor": run.extractor,
             "model": run.model_name,
+            "agent_version": run.agent_version,
             "judge_invariants": run.judge_invariants,
         },
     )
@@ -393,8 +399,29 @@ def run_execute(*, run_id: int, final_attempt: bool = True) -> Run:
         run.warnings = caught
         run.read(report, overlay)
     run.finished_at = timezone.now()
-    run.save()
+    with transaction.atomic():
+        run.save()
+        run_outcome_record(run=run)
     return run
+
+
+def run_outcome_record(*, run: Run) -> None:
+    """Keep ``run``'s row of the analytics table (:class:`RunOutcome`) in step with its
+    reading: written when it is done, corrected or reverted, removed otherwise."""
+    if run.status != RunStatus.DONE or run.overlay is None:
+        RunOutcome.objects.filter(run_id=run.pk).delete()
+        return
+    RunOutcome.objects.update_or_create(
+        run_id=run.pk,
+        defaults={
+            "contract_id": run.contract_id,
+            "day": timezone.localdate(run.created_at),
+            "agent_version": run.agent_version,
+            "model_name": run.model_name,
+            "is_clean": run.verdict == "clean",
+            "obligations": obligation_outcomes(run.overlay),
+        },
+    )
 
 
 def run_retry(*, run: Run, user) -> Run:

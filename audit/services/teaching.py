@@ -34,7 +34,7 @@ from ..permissions import TEACH, UNTEACH, require
 from ..selectors.teaching import latest_correction, step_text
 from .common import ServiceError, actor
 from .concurrency import retry_on_lock
-from .runs import run_contract, run_enactments, run_thresholds
+from .runs import run_contract, run_enactments, run_outcome_record, run_thresholds
 
 
 @retry_on_lock
@@ -86,6 +86,7 @@ def run_revert(*, run: Run, user) -> Run:
             raise ServiceError("this run has no correction to revert")
         run.restore_automatic()
         run.save(update_fields=[*READING_FIELDS, "automatic"])
+        run_outcome_record(run=run)
         RunCorrection.objects.create(
             run=run,
             corrections=Corrections().to_data(),
@@ -205,6 +206,7 @@ def _store(run: Run, user, c: Corrections, more: Corrections) -> RunCorrection:
     run.read(report, overlay)
     run.set_assessment(assessed)
     run.save(update_fields=[*READING_FIELDS, "automatic"])
+    run_outcome_record(run=run)
     row = RunCorrection.objects.create(
         run=run,
         corrections=c.to_data(),

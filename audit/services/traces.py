@@ -46,6 +46,8 @@ logger = logging.getLogger(__name__)
 AGENT_KEYS = ("gen_ai.agent.name",)
 MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model")
 SERVICE_KEYS = ("service.name",)
+# The agent's version: the GenAI convention's own attribute, else the service's version.
+VERSION_KEYS = ("gen_ai.agent.version", "service.version")
 
 
 def spans_ingest(*, token: IngestToken, traces: Mapping[str, list[Span]]) -> list[int]:
@@ -197,6 +199,7 @@ def _run_for(trace: IngestedTrace, spans: list[dict[str, Any]]) -> None:
         data={"spans": spans},
         mode=rule.mode,
         model_name=trace.model_name or trace.agent_name,
+        agent_version=_first(spans, VERSION_KEYS),
     )
     trace.run, trace.status, trace.reason = run, TraceStatus.RUN, ""
 

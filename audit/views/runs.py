@@ -112,6 +112,7 @@ def run_create(request, slug):
                     mode=d["mode"],
                     extractor=d["extractor"],
                     model_name=d["model_name"],
+                    agent_version=d.get("agent_version") or "",
                     judge_invariants=bool(d.get("judge_invariants")),
                     select=d.get("select") or "",
                     output=d.get("output") or "",

@@ -160,6 +160,7 @@ def _values(w: World, pattern: str) -> dict[str, Any]:
         "rule_pk": w.routing_rule.pk,
         "trace_pk": w.ingested_trace.pk,
         "family": "omission",
+        "part": "obligations",
         "case_id": "any-case",
         "fmt": "json",
         "format": "json",

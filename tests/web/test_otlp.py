@@ -557,3 +557,10 @@ def test_the_page_reads_in_the_same_queries_for_1_or_30_traces(login, project, e
     for i in range(29):
         export(_protobuf(_spans(agent=f"bot-{i}")))
     assert IngestedTrace.objects.count() == 30 and count() == one
+
+
+def test_a_routed_trace_carries_the_agent_version_of_its_spans(export):
+    export(_protobuf(_spans(extra={"gen_ai.agent.version": "2.3.1"})))
+    run = IngestedTrace.objects.get().run
+    assert run.agent_version == "2.3.1"
+    assert run.outcome.agent_version == "2.3.1"  # the analytics read it too

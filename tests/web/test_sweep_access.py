@@ -49,6 +49,9 @@ def test_the_walk_covers_every_kind_of_object(world):
         f"/p/tests/ingest/tokens/{world.ingest_token.pk}/revoke/",
         f"/p/tests/ingest/traces/{world.ingested_trace.pk}/route/",
         "/v1/traces",
+        f"/c/{world.draft.pk}/analytics/",
+        f"/c/{world.draft.pk}/analytics/obligations.json",
+        f"/api/contracts/{world.draft.pk}/analytics/compare/",
     ):
         assert expected in urls
     assert len(urls) > 60

@@ -6,6 +6,7 @@ import io
 import json
 import re
 import zipfile
+from urllib.parse import quote
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -93,6 +94,7 @@ def _run_with_hostile_text(client, w) -> int:
             "mode": "token",
             "extractor": "none",
             "model_name": PAYLOADS[3][:200],
+            "agent_version": PAYLOADS[4][:200],
         },
     )
     assert response.status_code == 302, response.content[:800]
@@ -180,6 +182,10 @@ def test_script_payloads_in_every_text_field_come_back_escaped(client, users, wo
         "/p/tests/inbox/",
         "/p/tests/batches/",
         "/p/tests/ingest/",
+        f"/c/{world.audited.pk}/analytics/",
+        f"/c/{hostile.pk}/analytics/",
+        f"/c/{world.audited.pk}/analytics/compare/?a={quote(PAYLOADS[3][:200])}&b={quote(PAYLOADS[4][:200])}",
+        f"/c/{world.audited.pk}/analytics/compare/?by=model&a=x&b={quote(PAYLOADS[3][:200])}",
     ]
     pages += [client.get(url) for url in urls]
     pages += [client.get(f"/c/{pk}/nodes/{world.node.pk}/", **HTMX)]

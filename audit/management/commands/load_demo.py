@@ -3,21 +3,31 @@
 Contracts come from fixtures/suite/contracts/*.json if that folder exists, else from
 fixtures/clean/contracts/*.json, plus fixtures/demo/*.json (always there). Running it
 again changes nothing: a contract already loaded with the same document is skipped.
+
+The audited example gets finished runs of two agent versions over the last four weeks
+(token mode on variants of its example trace), so its analytics show rates, a trend and
+a comparison; they are made only while it has no runs.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
+from django.utils import timezone
 
-from audit import services
-from audit.models import Contract, Membership, Project, Role
+from audit import enqueue, services
+from audit.models import Contract, Membership, Project, Role, Run
 from matching.propose import propose_heuristic
 
 DRAFT_KEY = "refund-mini-draft"  # the same artifact, as heuristic proposals to review
@@ -26,6 +36,100 @@ DEMO_USERS = [
     ("reviewer", Role.REVIEWER, "review-demo"),
     ("admin", Role.ADMIN, "admin-demo"),
 ]
+
+
+# The example trace's variants: which observed steps it drops, which two swap places.
+VARIANTS: dict[str, dict[str, Any]] = {
+    "clean": {},
+    "skips verify_owner": {"drop": ("o2",)},
+    "refunds before verifying": {"swap": ("o2", "o4")},
+    "skips check_window": {"drop": ("o3",)},
+}
+# (agent version, model, how many runs of each variant, days ago they start): the newer
+# version skips the ownership check far more often, a regression the comparison flags.
+DEMO_AGENTS = [
+    (
+        "1.4.0",
+        "gpt-4o-mini",
+        {
+            "clean": 16,
+            "skips verify_owner": 2,
+            "refunds before verifying": 2,
+            "skips check_window": 2,
+        },
+        28,
+    ),
+    (
+        "1.5.0",
+        "gpt-4.1-mini",
+        {
+            "clean": 10,
+            "skips verify_owner": 9,
+            "refunds before verifying": 3,
+            "skips check_window": 1,
+        },
+        14,
+    ),
+]
+
+
+def observed_variant(
+    base: dict, *, drop: tuple[str, ...] = (), swap: tuple[str, str] | None = None, ref: int = 0
+) -> dict:
+    """The observed document ``base`` without the steps ``drop``, with the steps of
+    ``swap`` exchanged, and a reference number in its output (each run its own input)."""
+    doc = copy.deepcopy(base)
+    doc["nodes"] = [n for n in doc["nodes"] if n["id"] not in drop]
+    if swap:
+        first, second = (n for n in doc["nodes"] if n["id"] in swap)
+        first["step"], second["step"] = second["step"], first["step"]
+    doc["edges"] = []
+    output = json.loads(doc.get("output") or "{}")
+    doc["output"] = json.dumps({**output, "ref": ref})
+    return doc
+
+
+@contextmanager
+def runs_in_process() -> Iterator[list[int]]:
+    """Runs created inside are collected, not sent to a worker: the caller evaluates them."""
+    created: list[int] = []
+    sender = enqueue.enqueue_run
+
+    def hold(run_id: int) -> None:
+        created.append(run_id)
+
+    enqueue.enqueue_run = hold  # enqueue looks its senders up when a transaction commits
+    try:
+        yield created
+    finally:
+        enqueue.enqueue_run = sender
+
+
+def demo_runs(contract: Contract, user, base: dict) -> int:
+    """Finished token-mode runs of ``contract`` (query q1) by two agent versions, spread
+    over the last four weeks; how many were made."""
+    now, made = timezone.now(), 0
+    with runs_in_process() as created:
+        for version, model, counts, days in DEMO_AGENTS:
+            plan = [name for name, k in counts.items() for _ in range(k)]
+            for i, name in enumerate(plan):
+                doc = observed_variant(base, ref=made, **VARIANTS[name])
+                run, _ = services.run_create(
+                    contract=contract,
+                    user=user,
+                    query_key="q1",
+                    kind="observed",
+                    data=doc,
+                    mode="token",
+                    model_name=model,
+                    agent_version=version,
+                )
+                when = now - timedelta(days=days - days * i / len(plan), hours=made % 7)
+                Run.objects.filter(pk=run.pk).update(created_at=when)
+                made += 1
+    for run_id in created:
+        services.run_execute(run_id=run_id)
+    return made
 
 
 def demo_files(base: Path) -> list[Path]:
@@ -75,6 +179,11 @@ class Command(BaseCommand):
                 services.contract_mark_audited(contract=example, user=admin)
             except services.ServiceError as exc:
                 self.stderr.write(self.style.WARNING(f"refund-mini not audited: {exc}"))
+            example.refresh_from_db()
+        if example is not None and example.status == "audited" and not example.runs.exists():
+            observed = Path(base) / "matching" / "data" / "refund-mini-observed-q1.json"
+            made = demo_runs(example, admin, json.loads(observed.read_text(encoding="utf-8")))
+            self.stdout.write(f"{made} demo runs of refund-mini by two agent versions.")
         self.stdout.write(
             self.style.SUCCESS(
                 f"Demo project ready: {loaded} contract(s) loaded, {skipped} already there."
