@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .ingest import IngestTokenForm, RoutingRuleForm
 from .runs import BatchForm, EvaluatorSelect, ReviewThresholdsForm, RunForm, VerdictForm
+from .webhooks import WebhookForm
 from .workspace import (
     ARTIFACT_EXTENSIONS,
     EDGE_RELATIONS,
@@ -59,5 +60,6 @@ __all__ = [
     "SpanForm",
     "VerdictForm",
     "VersionForm",
+    "WebhookForm",
     "id_validator",
 ]

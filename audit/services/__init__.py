@@ -85,6 +85,7 @@ if TYPE_CHECKING:
         spans_ingest,
     )
     from .verdicts import verdict_record
+    from .webhooks import run_notify, webhook_create, webhook_delete, webhook_send_test
 
 # public name -> the module of this package that defines it
 _LAZY = {
@@ -161,6 +162,10 @@ _LAZY = {
     "ingested_trace_route": "traces",
     "ingested_traces_sweep_quiet": "traces",
     "spans_ingest": "traces",
+    "run_notify": "webhooks",
+    "webhook_create": "webhooks",
+    "webhook_delete": "webhooks",
+    "webhook_send_test": "webhooks",
 }
 __all__ = [
     "CONTRACTEVAL",
@@ -236,6 +241,10 @@ __all__ = [
     "ingested_trace_route",
     "ingested_traces_sweep_quiet",
     "spans_ingest",
+    "run_notify",
+    "webhook_create",
+    "webhook_delete",
+    "webhook_send_test",
 ]
 
 

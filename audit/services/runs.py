@@ -61,6 +61,7 @@ from .common import (
     refused,
     require_semantic_model,
 )
+from .webhooks import run_notify
 
 logger = logging.getLogger(__name__)
 
@@ -388,6 +389,7 @@ def run_execute(*, run_id: int, final_attempt: bool = True) -> Run:
         run.read(report, overlay)
     run.finished_at = timezone.now()
     run.save()
+    run_notify(run=run)  # a violation or a run needing review goes to the webhooks
     return run
 
 

@@ -1,0 +1,23 @@
+"""Reads of a project's webhooks page: its endpoints and the latest delivery attempts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..models import Project, WebhookAttempt, WebhookEndpoint
+
+LOG_SIZE = 50
+
+
+def webhooks_page(project: Project) -> dict[str, Any]:
+    """The endpoints of ``project`` and its latest :data:`LOG_SIZE` delivery attempts."""
+    log = (
+        WebhookAttempt.objects.filter(delivery__endpoint__project=project)
+        .select_related("delivery__endpoint")
+        .defer("delivery__payload")
+        .order_by("-created_at", "-pk")[:LOG_SIZE]
+    )
+    return {
+        "endpoints": list(WebhookEndpoint.objects.filter(project=project)),
+        "log": list(log),
+    }

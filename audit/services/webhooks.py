@@ -1,0 +1,203 @@
+"""A project's webhook endpoints (admins) and the events they receive.
+
+An endpoint's secret is generated (or given by the admin, for a receiver that already
+has one) and shown once. Events are stored as deliveries with their body fixed, then
+sent by a Celery task queued on commit (:mod:`audit.services.deliveries`).
+
+Which event a finished run raises: a semantic run reads by its assessment (the
+project's thresholds on P(violation)): ``run.needs_review`` or ``run.violation``; a
+token or oracle run, which has no assessment, raises ``run.violation`` when its verdict
+is not clean. A semantic run read as clean raises nothing even when its raw verdict
+lists a failure: the thresholds are the project's own word on what needs a person.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.urls import reverse
+from django.utils import timezone
+
+from .. import enqueue
+from ..models import (
+    FAMILY_FIELDS,
+    SUBSCRIBABLE,
+    Assessment,
+    Project,
+    Run,
+    RunStatus,
+    WebhookDelivery,
+    WebhookEndpoint,
+    WebhookEvent,
+)
+from ..permissions import WEBHOOKS, authorize
+from .common import ServiceError, actor
+from .deliveries import url_problem
+
+logger = logging.getLogger(__name__)
+
+SECRET_PREFIX = "whsec_"
+SECRET_CHARS = re.compile(r"^[\x21-\x7e]{16,200}$")  # printable ASCII, no spaces
+HEADLINES = {
+    WebhookEvent.RUN_VIOLATION: "Violation",
+    WebhookEvent.RUN_NEEDS_REVIEW: "Needs review",
+}
+
+
+def webhook_create(
+    *, project: Project, user, name: str, url: str, events: list[str], secret: str = ""
+) -> tuple[WebhookEndpoint, str]:
+    """A new endpoint of ``project``: ``(endpoint, secret)``. The page shows the secret
+    once; a bad name, URL, event list or secret stores nothing."""
+    authorize(user, project.pk, WEBHOOKS)
+    name, url, secret = (name or "").strip(), (url or "").strip(), (secret or "").strip()
+    if not name:
+        raise ServiceError("name the endpoint (the channel or service it posts to)")
+    if len(url) > 2000:
+        raise ServiceError("the URL is longer than 2000 characters")
+    problem = url_problem(url, resolve=False)
+    if problem:
+        raise ServiceError(f"URL refused: {problem}")
+    chosen = [e for e in SUBSCRIBABLE if e in set(events or ())]
+    if not chosen or len(chosen) != len(set(events)):
+        raise ServiceError("choose at least one event: " + ", ".join(SUBSCRIBABLE))
+    if secret and not SECRET_CHARS.match(secret):
+        raise ServiceError("a secret is 16 to 200 printable characters without spaces")
+    secret = secret or SECRET_PREFIX + secrets.token_urlsafe(32)
+    endpoint = WebhookEndpoint.objects.create(
+        project=project,
+        name=name[:100],
+        url=url,
+        secret=secret,
+        events=chosen,
+        created_by=actor(user),
+    )
+    logger.info("webhook %s created in %s", endpoint.pk, project.slug)
+    return endpoint, secret
+
+
+def webhook_delete(*, endpoint: WebhookEndpoint, user) -> None:
+    """Delete ``endpoint`` with its deliveries and their log; a queued attempt finds
+    nothing to send."""
+    authorize(user, endpoint.project_id, WEBHOOKS)
+    with transaction.atomic():
+        WebhookEndpoint.objects.filter(pk=endpoint.pk).delete()
+    logger.info("webhook %s deleted", endpoint.pk)
+
+
+def webhook_send_test(*, endpoint: WebhookEndpoint, user) -> WebhookDelivery:
+    """Queue a ``test`` event to ``endpoint``, signed as any other."""
+    authorize(user, endpoint.project_id, WEBHOOKS)
+    project = endpoint.project
+    text = f"ContractEval test event from {project.name}: this endpoint receives its webhooks."
+    body = {
+        "event": WebhookEvent.TEST.value,
+        "text": chat_escape(text),
+        "project": {"slug": project.slug, "name": project.name},
+        "endpoint": endpoint.name,
+    }
+    with transaction.atomic():
+        return _queue(endpoint, WebhookEvent.TEST, body, run=None)
+
+
+def _queue(
+    endpoint: WebhookEndpoint, event: str, body: dict[str, Any], run: Run | None
+) -> WebhookDelivery:
+    """Store one delivery (its id in the body too) and send it once the caller commits."""
+    uid = uuid.uuid4()
+    payload = {**body, "delivery": str(uid), "sent_for": timezone.now().isoformat()}
+    delivery = WebhookDelivery.objects.create(
+        endpoint=endpoint, uid=uid, event=event, run=run, payload=payload
+    )
+    enqueue.webhook_on_commit(delivery.pk)
+    return delivery
+
+
+def run_event(run: Run) -> str | None:
+    """The event a finished run raises, or None (see the module's docstring)."""
+    if run.status != RunStatus.DONE:
+        return None
+    if run.assessment == Assessment.NEEDS_REVIEW:
+        return WebhookEvent.RUN_NEEDS_REVIEW
+    if run.assessment == Assessment.VIOLATION:
+        return WebhookEvent.RUN_VIOLATION
+    if not run.assessment and run.verdict == "non_clean":
+        return WebhookEvent.RUN_VIOLATION
+    return None
+
+
+def run_notify(*, run: Run) -> list[WebhookDelivery]:
+    """Queue ``run``'s event (if it raises one) to every endpoint of its project that
+    subscribes to it; called when a run finishes. An endpoint receives a run's event
+    once, however often this is called."""
+    event = run_event(run)
+    if event is None:
+        return []
+    endpoints = [
+        e for e in WebhookEndpoint.objects.filter(project_id=run.project_id) if event in e.events
+    ]
+    if not endpoints:
+        return []
+    body = run_body(run, event)
+    queued = []
+    with transaction.atomic():
+        for endpoint in endpoints:
+            if WebhookDelivery.objects.filter(endpoint=endpoint, run=run, event=event).exists():
+                continue
+            try:
+                with transaction.atomic():
+                    queued.append(_queue(endpoint, event, body, run=run))
+            except IntegrityError:  # a concurrent call queued it first
+                continue
+    return queued
+
+
+def run_url(run: Run) -> str:
+    return settings.SITE_URL + reverse("audit:run_detail", args=[run.pk])
+
+
+def chat_escape(text: str) -> str:
+    """``text`` safe in a Slack or Mattermost message: ``&``, ``<`` and ``>`` are
+    control characters there (``<url|label>`` links, ``<!channel>`` pings)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def run_body(run: Run, event: str) -> dict[str, Any]:
+    """The body of ``run``'s event: a ``text`` line for chat tools, then the fields."""
+    contract = run.contract
+    project = Project.objects.only("slug", "name").get(pk=run.project_id)
+    failures = {f: getattr(run, col) for f, col in FAMILY_FIELDS.items() if getattr(run, col)}
+    url = run_url(run)
+    text = (
+        f"{HEADLINES[WebhookEvent(event)]} in {project.name}: {contract.key}"
+        f" v{contract.version}, query {run.query_key}, run {run.pk}"
+    )
+    if run.p_violation is not None:
+        text += f", P(violation) {run.p_violation:.2f}"
+    if failures:
+        text += " — " + ", ".join(f"{f.replace('_', ' ')} {n}" for f, n in failures.items())
+    return {
+        "event": event,
+        "text": chat_escape(text) + f" <{url}|open the run>",
+        "project": {"slug": project.slug, "name": project.name},
+        "contract": {"key": contract.key, "version": contract.version, "title": contract.title},
+        "query": run.query_key,
+        "run": {
+            "id": run.pk,
+            "url": url,
+            "mode": run.mode,
+            "model": run.model_name,
+            "verdict": run.verdict,
+            "assessment": run.assessment or None,
+            "p_violation": run.p_violation,
+            "failure_count": run.failure_count,
+            "failures": failures,
+            "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+        },
+    }
