@@ -18,10 +18,18 @@ class WebhookEvent(models.TextChoices):
 
     RUN_VIOLATION = "run.violation", "run.violation: a finished run reads as a violation"
     RUN_NEEDS_REVIEW = "run.needs_review", "run.needs_review: a finished run needs review"
+    BATCH_REGRESSION = (
+        "batch.regression",
+        "batch.regression: a suite batch reads fewer cases clean than the suite's last batch",
+    )
     TEST = "test", "test: sent by “Send test event”"
 
 
-SUBSCRIBABLE = (WebhookEvent.RUN_VIOLATION, WebhookEvent.RUN_NEEDS_REVIEW)
+SUBSCRIBABLE = (
+    WebhookEvent.RUN_VIOLATION,
+    WebhookEvent.RUN_NEEDS_REVIEW,
+    WebhookEvent.BATCH_REGRESSION,
+)
 
 
 class WebhookEndpoint(models.Model):

@@ -85,7 +85,13 @@ if TYPE_CHECKING:
         spans_ingest,
     )
     from .verdicts import verdict_record
-    from .webhooks import run_notify, webhook_create, webhook_delete, webhook_send_test
+    from .webhooks import (
+        batch_notify,
+        run_notify,
+        webhook_create,
+        webhook_delete,
+        webhook_send_test,
+    )
 
 # public name -> the module of this package that defines it
 _LAZY = {
@@ -162,6 +168,7 @@ _LAZY = {
     "ingested_trace_route": "traces",
     "ingested_traces_sweep_quiet": "traces",
     "spans_ingest": "traces",
+    "batch_notify": "webhooks",
     "run_notify": "webhooks",
     "webhook_create": "webhooks",
     "webhook_delete": "webhooks",
@@ -241,6 +248,7 @@ __all__ = [
     "ingested_trace_route",
     "ingested_traces_sweep_quiet",
     "spans_ingest",
+    "batch_notify",
     "run_notify",
     "webhook_create",
     "webhook_delete",

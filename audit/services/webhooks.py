@@ -9,6 +9,10 @@ project's thresholds on P(violation)): ``run.needs_review`` or ``run.violation``
 token or oracle run, which has no assessment, raises ``run.violation`` when its verdict
 is not clean. A semantic run read as clean raises nothing even when its raw verdict
 lists a failure: the thresholds are the project's own word on what needs a person.
+
+A finished suite batch raises ``batch.regression`` when it reads at least
+:data:`REGRESSION_DROP` fewer of its cases clean than the last finished batch of the
+same suite (project, suite name, source, mode, extractor and evaluator).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from ..models import (
     FAMILY_FIELDS,
     SUBSCRIBABLE,
     Assessment,
+    Batch,
     Project,
     Run,
     RunStatus,
@@ -37,6 +42,7 @@ from ..models import (
     WebhookEvent,
 )
 from ..permissions import WEBHOOKS, authorize
+from .chunks import case_results
 from .common import ServiceError, actor
 from .deliveries import url_problem
 
@@ -44,7 +50,7 @@ logger = logging.getLogger(__name__)
 
 SECRET_PREFIX = "whsec_"
 SECRET_CHARS = re.compile(r"^[\x21-\x7e]{16,200}$")  # printable ASCII, no spaces
-HEADLINES = {
+HEADLINES = {  # the first words of a run event's chat line
     WebhookEvent.RUN_VIOLATION: "Violation",
     WebhookEvent.RUN_NEEDS_REVIEW: "Needs review",
 }
@@ -135,27 +141,38 @@ def run_event(run: Run) -> str | None:
 def run_notify(*, run: Run) -> list[WebhookDelivery]:
     """Queue ``run``'s event (if it raises one) to every endpoint of its project that
     subscribes to it; called when a run finishes. An endpoint receives a run's event
-    once, however often this is called."""
+    once, however often this is called. A failure here is logged, never raised: a
+    webhook must not fail the run it reports."""
     event = run_event(run)
     if event is None:
         return []
-    endpoints = [
-        e for e in WebhookEndpoint.objects.filter(project_id=run.project_id) if event in e.events
-    ]
-    if not endpoints:
+    try:
+        with transaction.atomic():
+            endpoints = _subscribed(run.project_id, event)
+            if not endpoints:
+                return []
+            body = run_body(run, event)
+            return [d for e in endpoints if (d := _queue_once(e, event, body, run)) is not None]
+    except Exception:
+        logger.exception("the webhooks of run %s could not be queued", run.pk)
         return []
-    body = run_body(run, event)
-    queued = []
-    with transaction.atomic():
-        for endpoint in endpoints:
-            if WebhookDelivery.objects.filter(endpoint=endpoint, run=run, event=event).exists():
-                continue
-            try:
-                with transaction.atomic():
-                    queued.append(_queue(endpoint, event, body, run=run))
-            except IntegrityError:  # a concurrent call queued it first
-                continue
-    return queued
+
+
+def _subscribed(project_id: int, event: str) -> list[WebhookEndpoint]:
+    return [e for e in WebhookEndpoint.objects.filter(project_id=project_id) if event in e.events]
+
+
+def _queue_once(
+    endpoint: WebhookEndpoint, event: str, body: dict[str, Any], run: Run
+) -> WebhookDelivery | None:
+    """Queue ``run``'s event to ``endpoint`` unless it already was."""
+    if WebhookDelivery.objects.filter(endpoint=endpoint, run=run, event=event).exists():
+        return None
+    try:
+        with transaction.atomic():
+            return _queue(endpoint, event, body, run=run)
+    except IntegrityError:  # a concurrent call queued it first
+        return None
 
 
 def run_url(run: Run) -> str:
@@ -199,5 +216,95 @@ def run_body(run: Run, event: str) -> dict[str, Any]:
             "failure_count": run.failure_count,
             "failures": failures,
             "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+        },
+    }
+
+
+# A batch is a regression when its clean rate is at least this far (five percentage
+# points) below the last finished batch of the same suite: smaller moves are noise
+# between runs of a semantic or LLM evaluator.
+REGRESSION_DROP = 0.05
+
+
+def clean_rate(batch: Batch) -> float | None:
+    """The share of ``batch``'s cases its evaluator read clean (an errored case is not
+    clean); None when it has no stored results."""
+    rows = {r.id: r for c in batch.chunks.defer("cases", "packed") for r in case_results(c)}
+    if not rows:
+        return None
+    return sum(1 for r in rows.values() if r.verdict == "clean") / len(rows)
+
+
+def previous_batch(batch: Batch) -> Batch | None:
+    """The last finished batch before ``batch`` of the same suite: the same project,
+    suite name and source, mode, extractor and evaluator."""
+    return (
+        Batch.objects.filter(
+            project_id=batch.project_id,
+            name=batch.name,
+            source=batch.source,
+            mode=batch.mode,
+            extractor=batch.extractor,
+            judge=batch.judge,
+            status=RunStatus.DONE,
+            pk__lt=batch.pk,
+        )
+        .defer("archive")
+        .order_by("-pk")
+        .first()
+    )
+
+
+def batch_notify(*, batch: Batch) -> list[WebhookDelivery]:
+    """Queue ``batch.regression`` when ``batch`` (just finished) reads at least
+    :data:`REGRESSION_DROP` fewer of its cases clean than the suite's previous batch;
+    called when a batch is scored. Logged, never raised, on failure."""
+    if batch.status != RunStatus.DONE:
+        return []
+    event = WebhookEvent.BATCH_REGRESSION
+    try:
+        with transaction.atomic():
+            endpoints = _subscribed(batch.project_id, event)
+            before = previous_batch(batch) if endpoints else None
+            if before is None:
+                return []
+            now, then = clean_rate(batch), clean_rate(before)
+            if now is None or then is None or then - now < REGRESSION_DROP:
+                return []
+            body = batch_body(batch, before, now, then)
+            return [_queue(e, event, body, run=None) for e in endpoints]
+    except Exception:
+        logger.exception("the webhooks of batch %s could not be queued", batch.pk)
+        return []
+
+
+def batch_body(batch: Batch, before: Batch, now: float, then: float) -> dict[str, Any]:
+    """The body of a ``batch.regression``: the batch, the one it is compared with."""
+    project = Project.objects.only("slug", "name").get(pk=batch.project_id)
+    url = settings.SITE_URL + reverse("audit:batch_detail", args=[batch.pk])
+    text = (
+        f"Regression in {project.name}: suite {batch.name} ({batch.mode}) read {now:.0%} of"
+        f" its {batch.total} cases clean, down from {then:.0%} in batch {before.pk}"
+    )
+    return {
+        "event": WebhookEvent.BATCH_REGRESSION.value,
+        "text": chat_escape(text) + f" <{url}|open the batch>",
+        "project": {"slug": project.slug, "name": project.name},
+        "batch": {
+            "id": batch.pk,
+            "url": url,
+            "suite": batch.name,
+            "mode": batch.mode,
+            "extractor": batch.extractor,
+            "evaluator": f"judge-{batch.judge}" if batch.judge else "contracteval",
+            "cases": batch.total,
+            "clean_rate": round(now, 4),
+            "detection_accuracy": (batch.scores or {}).get("detection_accuracy"),
+        },
+        "previous": {
+            "id": before.pk,
+            "url": settings.SITE_URL + reverse("audit:batch_detail", args=[before.pk]),
+            "clean_rate": round(then, 4),
+            "detection_accuracy": (before.scores or {}).get("detection_accuracy"),
         },
     }

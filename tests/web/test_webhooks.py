@@ -334,3 +334,60 @@ def test_which_event_a_finished_run_raises():
     assert event(verdict="non_clean", assessment="needs_review") == "run.needs_review"
     assert event(verdict="non_clean", assessment="clean") is None
     assert event(status="failed", verdict="") is None
+
+
+def _finished_batch(project, capture, clean_reads: int, *, mode: str = "token"):
+    """A suite batch of ten cases, the first ``clean_reads`` read clean, scored."""
+    from audit.models import Batch, BatchChunk
+    from audit.services.batches import batch_finalize
+
+    batch = Batch.objects.create(
+        project=project, source="upload", name="nightly.zip", mode=mode, total=10, status="running"
+    )
+    rows = [[f"c{i}", True, None, None, "non_clean", [], None] for i in range(10)]
+    for row in rows[:clean_reads]:
+        row[4] = "clean"
+    BatchChunk.objects.create(
+        batch=batch, index=0, cases=[], total=10, done=10, status="done", results=rows
+    )
+    with capture(execute=True):
+        return batch_finalize(batch_id=batch.pk)
+
+
+def test_a_batch_reading_fewer_cases_clean_than_the_suites_last_one_is_a_regression(
+    project, users, receiver, django_capture_on_commit_callbacks
+):
+    _endpoint(project, users, receiver.url, events=("batch.regression",))
+    capture = django_capture_on_commit_callbacks
+    first = _finished_batch(project, capture, 8)
+    assert first.status == "done" and receiver.requests == []  # nothing to compare with
+    _finished_batch(project, capture, 8, mode="semantic")  # another mode: another suite
+    assert receiver.requests == []
+    second = _finished_batch(project, capture, 6)
+    assert len(receiver.requests) == 1
+    headers, body = receiver.requests[0]
+    assert _verify(headers, body) and headers["X-ContractEval-Event"] == "batch.regression"
+    payload = json.loads(body)
+    assert payload["batch"]["id"] == second.pk and payload["previous"]["id"] == first.pk
+    assert (payload["batch"]["clean_rate"], payload["previous"]["clean_rate"]) == (0.6, 0.8)
+    assert payload["batch"]["url"].endswith(f"/b/{second.pk}/")
+    assert "read 60% of its 10 cases clean, down from 80%" in payload["text"]
+    _finished_batch(project, capture, 6)  # no drop from the last batch
+    _finished_batch(project, capture, 7)  # a rise
+    assert len(receiver.requests) == 1
+
+
+def test_a_webhook_that_cannot_be_queued_never_fails_the_run(
+    project, users, audited, receiver, monkeypatch, django_capture_on_commit_callbacks
+):
+    from audit.services import webhooks
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug in the body")
+
+    monkeypatch.setattr(webhooks, "run_body", broken)
+    _endpoint(project, users, receiver.url)
+    run = _violating_run(audited, users, django_capture_on_commit_callbacks)
+    run.refresh_from_db()
+    assert run.status == "done" and run.error == ""
+    assert receiver.requests == [] and not WebhookDelivery.objects.exists()
