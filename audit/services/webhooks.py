@@ -70,8 +70,9 @@ def webhook_create(
     problem = url_problem(url, resolve=False)
     if problem:
         raise ServiceError(f"URL refused: {problem}")
-    chosen = [e for e in SUBSCRIBABLE if e in set(events or ())]
-    if not chosen or len(chosen) != len(set(events)):
+    wanted = set(events or ())
+    chosen = [e for e in SUBSCRIBABLE if e in wanted]
+    if not chosen or len(chosen) != len(wanted):
         raise ServiceError("choose at least one event: " + ", ".join(SUBSCRIBABLE))
     if secret and not SECRET_CHARS.match(secret):
         raise ServiceError("a secret is 16 to 200 printable characters without spaces")
