@@ -186,3 +186,9 @@ def deliver_webhook(self, delivery_id: int) -> dict:
     if attempt is None:
         return {"delivery": delivery_id, "attempt": None}
     return {"delivery": delivery_id, "attempt": attempt.number, "status": attempt.status_code}
+
+
+@shared_task
+def sweep_unsent_webhooks() -> dict:
+    """Every minute (Celery beat): webhook deliveries whose first attempt never came."""
+    return {"requeued": deliveries.webhooks_sweep_unsent()}

@@ -483,6 +483,7 @@ if not SITE_URL.startswith(("http://", "https://")):
 CELERY_BEAT_SCHEDULE = {
     "sweep-stale-jobs": {"task": "audit.tasks.sweep_stale_jobs", "schedule": 60.0},
     "sweep-quiet-traces": {"task": "audit.tasks.sweep_quiet_traces", "schedule": 10.0},
+    "sweep-unsent-webhooks": {"task": "audit.tasks.sweep_unsent_webhooks", "schedule": 60.0},
 }
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

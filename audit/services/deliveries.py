@@ -26,12 +26,15 @@ import socket
 import time
 import urllib.error
 import urllib.request
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
+from .. import enqueue
 from ..models import DeliveryStatus, WebhookAttempt, WebhookDelivery
 
 logger = logging.getLogger(__name__)
@@ -202,3 +205,20 @@ def webhook_deliver(*, delivery_id: int) -> WebhookAttempt | None:
     if will_retry:
         raise WebhookRetry(attempt.error)
     return attempt
+
+
+def webhooks_sweep_unsent() -> int:
+    """Queue again the deliveries never attempted for ``JOB_STALE_AFTER`` seconds (the
+    broker was unreachable when their event committed); how many. One already waiting
+    in a long queue may then be attempted twice: the receiver drops the repeat by its
+    delivery id, and the attempts stay within ``WEBHOOK_MAX_ATTEMPTS``."""
+    before = timezone.now() - timedelta(seconds=settings.JOB_STALE_AFTER)
+    unsent = WebhookDelivery.objects.filter(
+        status=DeliveryStatus.PENDING, attempts=0, created_at__lt=before
+    )
+    ids = list(unsent.order_by("pk").values_list("pk", flat=True)[:500])
+    for pk in ids:
+        enqueue.enqueue_webhook(pk)
+    if ids:
+        logger.warning("%s unsent webhook deliveries queued again", len(ids))
+    return len(ids)

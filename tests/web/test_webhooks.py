@@ -391,3 +391,26 @@ def test_a_webhook_that_cannot_be_queued_never_fails_the_run(
     run.refresh_from_db()
     assert run.status == "done" and run.error == ""
     assert receiver.requests == [] and not WebhookDelivery.objects.exists()
+
+
+def test_a_delivery_whose_first_attempt_never_came_is_queued_again_by_the_sweep(
+    project, users, receiver, settings
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from audit.tasks import sweep_unsent_webhooks
+
+    endpoint = _endpoint(project, users, receiver.url)
+    # queued while the broker was away: stored, never sent
+    old = services.webhook_send_test(endpoint=endpoint, user=users["admin"])
+    fresh = services.webhook_send_test(endpoint=endpoint, user=users["admin"])
+    stale = timezone.now() - timedelta(seconds=settings.JOB_STALE_AFTER + 1)
+    WebhookDelivery.objects.filter(pk=old.pk).update(created_at=stale)
+    assert sweep_unsent_webhooks() == {"requeued": 1}
+    old.refresh_from_db()
+    fresh.refresh_from_db()
+    assert (old.status, fresh.status) == (DeliveryStatus.DELIVERED, DeliveryStatus.PENDING)
+    assert len(receiver.requests) == 1
+    assert sweep_unsent_webhooks() == {"requeued": 0}
