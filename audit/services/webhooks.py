@@ -118,7 +118,7 @@ def _queue(
 ) -> WebhookDelivery:
     """Store one delivery (its id in the body too) and send it once the caller commits."""
     uid = uuid.uuid4()
-    payload = {**body, "delivery": str(uid), "sent_for": timezone.now().isoformat()}
+    payload = {**body, "delivery": str(uid), "occurred_at": timezone.now().isoformat()}
     delivery = WebhookDelivery.objects.create(
         endpoint=endpoint, uid=uid, event=event, run=run, payload=payload
     )

@@ -134,6 +134,9 @@ def test_a_violation_reaches_the_endpoint_signed_with_the_run_in_the_body(
     assert payload["run"]["failure_count"] == run.failure_count > 0
     assert sum(payload["run"]["failures"].values()) == run.failure_count
     assert payload["text"].startswith("Violation in Tests: refund-mini v1, query q1")
+    assert set(payload) == {
+        "event", "text", "project", "contract", "query", "run", "delivery", "occurred_at"
+    }  # fmt: skip
     delivery = WebhookDelivery.objects.get()
     assert delivery.status == DeliveryStatus.DELIVERED and delivery.run_id == run.pk
     # the same run finishing again (a retried task) does not send a second event
