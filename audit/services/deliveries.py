@@ -69,7 +69,8 @@ def url_problem(url: str, *, resolve: bool) -> str | None:
     ``WEBHOOK_ALLOW_PRIVATE_ADDRESSES``, the host must not be a private, loopback,
     link-local or reserved address: a literal address or ``localhost`` always checked,
     a name only when ``resolve`` (at delivery, so a name that later points inside is
-    still refused then)."""
+    still refused then). A name that does not resolve raises OSError (at delivery:
+    retried, as a connection that failed)."""
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -84,11 +85,7 @@ def url_problem(url: str, *, resolve: bool) -> str | None:
         return "put no user name or password in the URL: deliveries are signed instead"
     if settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES:
         return None
-    try:
-        addresses = _addresses(host, port, resolve=resolve)
-    except OSError as exc:
-        return f"{host} does not resolve: {exc}"
-    for address in addresses:
+    for address in _addresses(host, port, resolve=resolve):
         if not address.is_global:
             return (
                 f"{host} is a private, loopback or link-local address ({address}); this"
@@ -104,6 +101,10 @@ def _addresses(host: str, port: int | None, *, resolve: bool) -> list[Any]:
         pass
     if host.lower() == "localhost" or host.lower().endswith(".localhost"):
         return [ipaddress.ip_address("127.0.0.1")]
+    try:  # the C library's other spellings of IPv4: 127.1, 0x7f.1, 2130706433
+        return [ipaddress.ip_address(socket.inet_aton(host))]
+    except OSError:
+        pass
     if not resolve:
         return []
     infos = socket.getaddrinfo(host, port or 443, proto=socket.IPPROTO_TCP)
@@ -156,7 +157,10 @@ def _claim(delivery_id: int) -> WebhookDelivery | None:
 def _send(delivery: WebhookDelivery) -> tuple[int | None, str, bool]:
     """One POST of ``delivery``: ``(status code, error, retryable)``."""
     endpoint = delivery.endpoint
-    problem = url_problem(endpoint.url, resolve=True)
+    try:
+        problem = url_problem(endpoint.url, resolve=True)
+    except OSError as exc:
+        return None, f"connection failed: the host does not resolve ({exc})"[:500], True
     if problem:
         return None, problem, False
     body = body_bytes(delivery.payload)

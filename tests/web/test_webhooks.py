@@ -246,6 +246,10 @@ def test_the_page_creates_an_endpoint_shows_its_secret_once_and_sends_a_test_eve
         ("http://[::1]/hook", "private, loopback or link-local"),
         ("http://169.254.169.254/latest/meta-data", "private, loopback or link-local"),
         ("http://localhost/hook", "private, loopback or link-local"),
+        ("http://2130706433/hook", "private, loopback or link-local"),
+        ("http://0x7f.1/hook", "private, loopback or link-local"),
+        ("http://[::ffff:127.0.0.1]/hook", "private, loopback or link-local"),
+        ("http://10.1.2.3/hook", "private, loopback or link-local"),
     ],
 )
 def test_a_bad_url_is_refused_with_a_clear_error_and_nothing_stored(
@@ -417,3 +421,15 @@ def test_a_delivery_whose_first_attempt_never_came_is_queued_again_by_the_sweep(
     assert (old.status, fresh.status) == (DeliveryStatus.DELIVERED, DeliveryStatus.PENDING)
     assert len(receiver.requests) == 1
     assert sweep_unsent_webhooks() == {"requeued": 0}
+
+
+def test_a_host_that_does_not_resolve_is_retried_as_a_failed_connection(
+    project, users, audited, settings, django_capture_on_commit_callbacks
+):
+    settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = False
+    settings.WEBHOOK_MAX_ATTEMPTS = 2
+    _endpoint(project, users, "https://hooks.invalid/ce")  # .invalid never resolves
+    _violating_run(audited, users, django_capture_on_commit_callbacks)
+    attempts = list(WebhookAttempt.objects.order_by("number"))
+    assert [(a.number, a.will_retry) for a in attempts] == [(1, True), (2, False)]
+    assert all("does not resolve" in a.error for a in attempts)
