@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..models import Project, WebhookAttempt, WebhookEndpoint
+from ..models import DeliveryStatus, Project, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 LOG_SIZE = 50
 
 
 def webhooks_page(project: Project) -> dict[str, Any]:
-    """The endpoints of ``project`` and its latest :data:`LOG_SIZE` delivery attempts."""
+    """The endpoints of ``project``, its latest :data:`LOG_SIZE` delivery attempts, and
+    whether a delivery is still pending (then the page's log polls)."""
     log = (
         WebhookAttempt.objects.filter(delivery__endpoint__project=project)
         .select_related("delivery__endpoint")
@@ -20,4 +21,7 @@ def webhooks_page(project: Project) -> dict[str, Any]:
     return {
         "endpoints": list(WebhookEndpoint.objects.filter(project=project)),
         "log": list(log),
+        "pending": WebhookDelivery.objects.filter(
+            endpoint__project=project, status=DeliveryStatus.PENDING
+        ).exists(),
     }

@@ -36,8 +36,12 @@ def _answer(request, ctx, partial: str, status: int = 200):
 @login_required
 @require_GET
 def webhooks(request, slug):
+    """The page; the delivery log alone for its own poll (htmx, while one is pending)."""
     project, membership = project_for(request.user, slug, WEBHOOKS)
-    return render(request, PAGE, _context(project, membership))
+    ctx = _context(project, membership)
+    if request.htmx and request.htmx.target == "webhook-log":
+        return render(request, f"{PAGE}#log", ctx)
+    return render(request, PAGE, ctx)
 
 
 @login_required

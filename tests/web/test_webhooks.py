@@ -433,3 +433,24 @@ def test_a_host_that_does_not_resolve_is_retried_as_a_failed_connection(
     attempts = list(WebhookAttempt.objects.order_by("number"))
     assert [(a.number, a.will_retry) for a in attempts] == [(1, True), (2, False)]
     assert all("does not resolve" in a.error for a in attempts)
+
+
+def test_the_log_polls_while_a_delivery_is_pending_and_answers_its_poll_alone(
+    login, project, users, receiver
+):
+    client = login("admin")
+    endpoint = _endpoint(project, users, receiver.url)
+    assert 'hx-trigger="every 2s"' not in client.get("/p/tests/webhooks/").content.decode()
+    pending = services.webhook_send_test(endpoint=endpoint, user=users["admin"])  # not sent
+    page = client.get("/p/tests/webhooks/").content.decode()
+    assert 'hx-get="/p/tests/webhooks/" hx-trigger="every 2s"' in page
+    poll = client.get("/p/tests/webhooks/", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="webhook-log")
+    body = poll.content.decode()
+    assert body.lstrip().startswith('<section class="card" id="webhook-log"')
+    assert "webhook-endpoints" not in body
+    from audit.tasks import deliver_webhook
+
+    deliver_webhook.delay(pending.pk)
+    poll = client.get("/p/tests/webhooks/", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="webhook-log")
+    body = poll.content.decode()
+    assert 'hx-trigger="every 2s"' not in body and body.count('data-testid="webhook-attempt"') == 1
