@@ -90,6 +90,11 @@ urlpatterns = [
         name="webhook_delete",
     ),
     path("p/<slug:slug>/webhooks/<int:hook_pk>/test/", webhooks.webhook_test, name="webhook_test"),
+    path(
+        "p/<slug:slug>/webhooks/<int:hook_pk>/secret/",
+        webhooks.webhook_new_secret,
+        name="webhook_new_secret",
+    ),
     path("p/<slug:slug>/batches/", batches.batch_list, name="batch_list"),
     path("p/<slug:slug>/batches/new/", batches.batch_create, name="batch_create"),
     path("r/<int:pk>/", runs.run_detail, name="run_detail"),

@@ -90,6 +90,7 @@ if TYPE_CHECKING:
         run_notify,
         webhook_create,
         webhook_delete,
+        webhook_new_secret,
         webhook_send_test,
     )
 
@@ -172,6 +173,7 @@ _LAZY = {
     "run_notify": "webhooks",
     "webhook_create": "webhooks",
     "webhook_delete": "webhooks",
+    "webhook_new_secret": "webhooks",
     "webhook_send_test": "webhooks",
 }
 __all__ = [
@@ -252,6 +254,7 @@ __all__ = [
     "run_notify",
     "webhook_create",
     "webhook_delete",
+    "webhook_new_secret",
     "webhook_send_test",
 ]
 

@@ -89,6 +89,18 @@ def webhook_create(
     return endpoint, secret
 
 
+def webhook_new_secret(*, endpoint: WebhookEndpoint, user) -> tuple[WebhookEndpoint, str]:
+    """A new generated secret for ``endpoint``: ``(endpoint, secret)``, shown once. The
+    attempts made from now on are signed with it, retries of earlier events too."""
+    authorize(user, endpoint.project_id, WEBHOOKS)
+    secret = SECRET_PREFIX + secrets.token_urlsafe(32)
+    with transaction.atomic():
+        WebhookEndpoint.objects.filter(pk=endpoint.pk).update(secret=secret)
+    endpoint.secret = secret
+    logger.info("webhook %s has a new secret", endpoint.pk)
+    return endpoint, secret
+
+
 def webhook_delete(*, endpoint: WebhookEndpoint, user) -> None:
     """Delete ``endpoint`` with its deliveries and their log; a queued attempt finds
     nothing to send."""

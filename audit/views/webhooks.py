@@ -74,6 +74,17 @@ def webhook_delete(request, slug, hook_pk):
 
 @login_required
 @require_POST
+def webhook_new_secret(request, slug, hook_pk):
+    """A new secret for an endpoint, on the page that answers and never again."""
+    project, membership = project_for(request.user, slug, WEBHOOKS)
+    endpoint = webhook_for(request.user, slug, hook_pk)
+    endpoint, secret = services.webhook_new_secret(endpoint=endpoint, user=request.user)
+    ctx = _context(project, membership, new_endpoint=endpoint, new_secret=secret)
+    return _answer(request, ctx, "endpoints")
+
+
+@login_required
+@require_POST
 def webhook_test(request, slug, hook_pk):
     """Queue a test event; the log shows its attempt once the worker made it."""
     endpoint = webhook_for(request.user, slug, hook_pk)

@@ -112,6 +112,7 @@ LOWER_ROLE = [
     ("reviewer", "ui", "post", "/p/tests/webhooks/new/", {"name": "x", "url": "https://e.com"}),
     ("reviewer", "ui", "post", "/p/tests/webhooks/{hook}/delete/", {}),
     ("reviewer", "ui", "post", "/p/tests/webhooks/{hook}/test/", {}),
+    ("reviewer", "ui", "post", "/p/tests/webhooks/{hook}/secret/", {}),
     ("annotator", "ui", "get", "/p/tests/webhooks/", {}),
     ("annotator", "api", "post", "/api/contracts/import/", {"project": "tests", "document": {}}),
     ("annotator", "api", "post", "/api/batches/", {"project": "tests", "mode": "oracle"}),

@@ -305,6 +305,7 @@ def test_only_admins_see_the_page_and_outsiders_get_404(login, project, users):
         ("post", "/p/tests/webhooks/new/"),
         ("post", f"/p/tests/webhooks/{endpoint.pk}/delete/"),
         ("post", f"/p/tests/webhooks/{endpoint.pk}/test/"),
+        ("post", f"/p/tests/webhooks/{endpoint.pk}/secret/"),
     ]
     form = {"name": "x", "url": "https://example.com/h", "events": ["run.violation"]}
     for role, status in (("annotator", 403), ("reviewer", 403), ("outsider", 404)):
@@ -313,6 +314,7 @@ def test_only_admins_see_the_page_and_outsiders_get_404(login, project, users):
             response = getattr(client, method)(url, form if method == "post" else None)
             assert response.status_code == status, (role, url)
     assert list(WebhookEndpoint.objects.all()) == [endpoint]
+    assert WebhookEndpoint.objects.get().secret == SECRET
     assert not WebhookDelivery.objects.exists()
     assert "Webhooks</a>" not in login("reviewer").get("/p/tests/ingest/").content.decode()
     assert "Webhooks</a>" in login("admin").get("/p/tests/ingest/").content.decode()
@@ -454,3 +456,19 @@ def test_the_log_polls_while_a_delivery_is_pending_and_answers_its_poll_alone(
     poll = client.get("/p/tests/webhooks/", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="webhook-log")
     body = poll.content.decode()
     assert 'hx-trigger="every 2s"' not in body and body.count('data-testid="webhook-attempt"') == 1
+
+
+def test_a_new_secret_is_shown_once_and_signs_from_then_on(
+    login, project, users, receiver, django_capture_on_commit_callbacks
+):
+    client = login("admin")
+    endpoint = _endpoint(project, users, receiver.url)
+    response = client.post(f"/p/tests/webhooks/{endpoint.pk}/secret/", **HTMX)
+    assert response.status_code == 200
+    endpoint.refresh_from_db()
+    assert endpoint.secret != SECRET and endpoint.secret in response.content.decode()
+    assert endpoint.secret not in client.get("/p/tests/webhooks/").content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(f"/p/tests/webhooks/{endpoint.pk}/test/", **HTMX)
+    headers, body = receiver.requests[0]
+    assert _verify(headers, body, endpoint.secret) and not _verify(headers, body, SECRET)
