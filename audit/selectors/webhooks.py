@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import OuterRef, Subquery
+
 from ..models import DeliveryStatus, Project, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 LOG_SIZE = 50
@@ -19,9 +21,18 @@ def webhooks_page(project: Project) -> dict[str, Any]:
         .order_by("-created_at", "-pk")[:LOG_SIZE]
     )
     return {
-        "endpoints": list(WebhookEndpoint.objects.filter(project=project)),
+        "endpoints": list(_with_last_delivery(WebhookEndpoint.objects.filter(project=project))),
         "log": list(log),
         "pending": WebhookDelivery.objects.filter(
             endpoint__project=project, status=DeliveryStatus.PENDING
         ).exists(),
     }
+
+
+def _with_last_delivery(endpoints):
+    """Each endpoint with the status and time of its latest delivery (None without)."""
+    last = WebhookDelivery.objects.filter(endpoint=OuterRef("pk")).order_by("-created_at", "-pk")
+    return endpoints.annotate(
+        last_status=Subquery(last.values("status")[:1]),
+        last_at=Subquery(last.values("created_at")[:1]),
+    )

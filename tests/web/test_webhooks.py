@@ -170,6 +170,7 @@ def test_a_500_then_a_200_is_retried_by_the_task_and_logged_twice(
     assert len(receiver.requests) == 2 and len(ids) == 1  # one delivery id: idempotent
     page = login("admin").get("/p/tests/webhooks/").content.decode()
     assert page.count('data-testid="webhook-attempt"') == 2
+    assert '<td data-testid="webhook-last"><span class="badge">delivered</span>' in page
 
 
 @pytest.mark.parametrize("status", [400, 401, 404, 410, 422, 302])
