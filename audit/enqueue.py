@@ -54,6 +54,14 @@ def enqueue_ingested_trace(trace_id: int) -> None:
     logger.info("queued live trace %s", trace_id)
 
 
+def enqueue_webhook(delivery_id: int) -> None:
+    """Send webhook delivery ``delivery_id`` to the workers (its first attempt)."""
+    from .tasks import deliver_webhook
+
+    deliver_webhook.delay(delivery_id)
+    logger.info("queued webhook delivery %s", delivery_id)
+
+
 # The lambdas look the senders up when the transaction commits, so a test (or a
 # deployment) can replace a sender on this module.
 def run_on_commit(run_id: int) -> None:
@@ -70,3 +78,7 @@ def proposals_on_commit(run_id: int) -> None:
 
 def ingested_trace_on_commit(trace_id: int) -> None:
     transaction.on_commit(lambda: enqueue_ingested_trace(trace_id))
+
+
+def webhook_on_commit(delivery_id: int) -> None:
+    transaction.on_commit(lambda: enqueue_webhook(delivery_id))

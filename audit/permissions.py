@@ -30,6 +30,7 @@ from .models import (
     RoutingRule,
     Run,
     TeamPhase,
+    WebhookEndpoint,
 )
 
 RANK = {Role.ANNOTATOR: 1, Role.REVIEWER: 2, Role.ADMIN: 3}
@@ -55,6 +56,9 @@ THRESHOLDS = Role.ADMIN  # set the P(violation) thresholds of a project's review
 # live traces and their queue are runs in the making: whoever sees runs sees them,
 # and whoever starts runs may route a queued trace again.
 INGEST = Role.ADMIN
+# A webhook's URL can itself be a credential (a chat tool's incoming-webhook URL), and
+# its deliveries leave the site: admins only, the page included.
+WEBHOOKS = Role.ADMIN
 
 
 def can_create(role: str) -> bool:
@@ -169,6 +173,13 @@ def ingested_trace_for(user: Any, slug: str, pk: int, minimum: str = RUN) -> Ing
     trace = IngestedTrace.objects.select_related("project").filter(pk=pk).first()
     _in_project(trace, slug, user, minimum)
     return trace  # type: ignore[return-value]
+
+
+def webhook_for(user: Any, slug: str, pk: int, minimum: str = WEBHOOKS) -> WebhookEndpoint:
+    """Webhook endpoint ``pk`` of project ``slug`` (404 outside it, 403 below ``minimum``)."""
+    endpoint = WebhookEndpoint.objects.select_related("project").filter(pk=pk).first()
+    _in_project(endpoint, slug, user, minimum)
+    return endpoint  # type: ignore[return-value]
 
 
 # ---------------------------------------------------------------------------- team work

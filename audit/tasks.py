@@ -11,6 +11,8 @@ Every task has the soft and hard time limits of the settings
 import logging
 
 from celery import Task, shared_task
+from celery.utils.time import get_exponential_backoff_interval
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 # The project's Celery app, configured from the settings, becomes the current app
@@ -18,7 +20,7 @@ from django.db import InterfaceError, OperationalError
 # nothing imports the app at start-up (see contracteval_site/__init__.py).
 from contracteval_site.celery import app as app
 
-from .services import batches, chunks, jobs, proposals, runs, traces
+from .services import batches, chunks, deliveries, jobs, proposals, runs, traces
 from .services.common import LLMRetry
 from .services.proposals import ProposalRetry
 
@@ -150,3 +152,43 @@ def route_ingested_trace(self, trace_id: int) -> dict:
 def sweep_quiet_traces() -> dict:
     """Every 10 s (Celery beat): live traces quiet for OTLP_QUIET_SECONDS are complete."""
     return traces.ingested_traces_sweep_quiet()
+
+
+# Seconds before the second attempt of a webhook delivery, doubling after each (2, 4,
+# 8 ... s), capped at 10 minutes.
+WEBHOOK_BACKOFF_SECONDS = 2
+WEBHOOK_BACKOFF_MAX = 600
+
+
+@shared_task(bind=True, acks_late=True)
+def deliver_webhook(self, delivery_id: int) -> dict:
+    """One attempt at webhook delivery ``delivery_id`` (queued by ``services.webhooks``);
+    a connection error, timeout, 5xx, 408 or 429 retries with exponential backoff until
+    ``WEBHOOK_MAX_ATTEMPTS`` attempts (the service counts them on the delivery, so it
+    ends the loop eagerly too)."""
+    while True:
+        try:
+            attempt = deliveries.webhook_deliver(delivery_id=delivery_id)
+        except deliveries.WebhookRetry as exc:
+            if self.request.is_eager:
+                continue  # no broker to come back through (the tests): the next attempt now
+            countdown = get_exponential_backoff_interval(
+                factor=WEBHOOK_BACKOFF_SECONDS,
+                retries=self.request.retries,
+                maximum=WEBHOOK_BACKOFF_MAX,
+                full_jitter=False,
+            )
+            # the service decides when attempts run out; Celery's own limit backs it up
+            raise self.retry(
+                exc=exc, countdown=countdown, max_retries=settings.WEBHOOK_MAX_ATTEMPTS
+            ) from exc
+        break
+    if attempt is None:
+        return {"delivery": delivery_id, "attempt": None}
+    return {"delivery": delivery_id, "attempt": attempt.number, "status": attempt.status_code}
+
+
+@shared_task
+def sweep_unsent_webhooks() -> dict:
+    """Every minute (Celery beat): webhook deliveries whose first attempt never came."""
+    return {"requeued": deliveries.webhooks_sweep_unsent()}

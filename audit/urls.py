@@ -15,6 +15,7 @@ from .views import (
     teaching,
     team,
     tools,
+    webhooks,
     workspace,
 )
 
@@ -87,6 +88,20 @@ urlpatterns = [
         "p/<slug:slug>/ingest/traces/<int:trace_pk>/route/",
         ingest.trace_reroute,
         name="ingested_trace_reroute",
+    ),
+    # outgoing webhooks: endpoints, test events, the delivery log
+    path("p/<slug:slug>/webhooks/", webhooks.webhooks, name="webhooks"),
+    path("p/<slug:slug>/webhooks/new/", webhooks.webhook_create, name="webhook_create"),
+    path(
+        "p/<slug:slug>/webhooks/<int:hook_pk>/delete/",
+        webhooks.webhook_delete,
+        name="webhook_delete",
+    ),
+    path("p/<slug:slug>/webhooks/<int:hook_pk>/test/", webhooks.webhook_test, name="webhook_test"),
+    path(
+        "p/<slug:slug>/webhooks/<int:hook_pk>/secret/",
+        webhooks.webhook_new_secret,
+        name="webhook_new_secret",
     ),
     path("p/<slug:slug>/batches/", batches.batch_list, name="batch_list"),
     path("p/<slug:slug>/batches/new/", batches.batch_create, name="batch_create"),

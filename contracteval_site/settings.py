@@ -35,6 +35,8 @@ runs with no servers at all (SQLite, and a Celery broker in a SQLite file):
   an unreadable value stops the start.
 - ``OTLP_MAX_BODY_BYTES`` / ``OTLP_REQUESTS_PER_MINUTE`` / ``OTLP_QUIET_SECONDS``: live
   ingestion at ``POST /v1/traces`` (docs/operations.md, "Live ingestion (OTLP)").
+- ``WEBHOOK_MAX_ATTEMPTS`` / ``WEBHOOK_TIMEOUT_SECONDS`` / ``WEBHOOK_ALLOW_PRIVATE_ADDRESSES``
+  / ``SITE_URL``: outgoing webhooks (docs/operations.md, "Outgoing webhooks").
 See docs/operations.md, "Deploy settings and security".
 """
 
@@ -466,9 +468,22 @@ def _positive(name: str, default: int) -> int:
 OTLP_MAX_BODY_BYTES = _positive("OTLP_MAX_BODY_BYTES", 4 * 1024 * 1024)
 OTLP_REQUESTS_PER_MINUTE = _positive("OTLP_REQUESTS_PER_MINUTE", 600)
 OTLP_QUIET_SECONDS = _positive("OTLP_QUIET_SECONDS", 30)
+# Outgoing webhooks (docs/operations.md, "Outgoing webhooks"): attempts per event before
+# it is marked failed, the timeout of one POST, and whether endpoints may resolve to
+# private, loopback or link-local addresses. Allowing them by default only under DEBUG
+# keeps a project admin from making the worker probe the internal network in production.
+WEBHOOK_MAX_ATTEMPTS = _positive("WEBHOOK_MAX_ATTEMPTS", 5)
+WEBHOOK_TIMEOUT_SECONDS = _positive("WEBHOOK_TIMEOUT_SECONDS", 5)
+WEBHOOK_ALLOW_PRIVATE_ADDRESSES = env.bool("WEBHOOK_ALLOW_PRIVATE_ADDRESSES", default=DEBUG)
+# The site's address as a reviewer reaches it: a webhook's body links to the run with it
+# (a task has no request to build the address from).
+SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000").rstrip("/")
+if not SITE_URL.startswith(("http://", "https://")):
+    raise ImproperlyConfigured(f"SITE_URL={SITE_URL!r} must start with http:// or https://")
 CELERY_BEAT_SCHEDULE = {
     "sweep-stale-jobs": {"task": "audit.tasks.sweep_stale_jobs", "schedule": 60.0},
     "sweep-quiet-traces": {"task": "audit.tasks.sweep_quiet_traces", "schedule": 10.0},
+    "sweep-unsent-webhooks": {"task": "audit.tasks.sweep_unsent_webhooks", "schedule": 60.0},
 }
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from .analytics import CompareForm, TrendForm
 from .ingest import IngestTokenForm, RoutingRuleForm
 from .runs import BatchForm, EvaluatorSelect, ReviewThresholdsForm, RunForm, VerdictForm
+from .webhooks import WebhookForm
 from .workspace import (
     ARTIFACT_EXTENSIONS,
     EDGE_RELATIONS,
@@ -62,5 +63,6 @@ __all__ = [
     "SpanForm",
     "VerdictForm",
     "VersionForm",
+    "WebhookForm",
     "id_validator",
 ]

@@ -53,6 +53,14 @@ from .team import (
     DoubleAnnotation,
     TeamPhase,
 )
+from .webhooks import (
+    SUBSCRIBABLE,
+    DeliveryStatus,
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookEndpoint,
+    WebhookEvent,
+)
 
 __all__ = [
     "ASSESSMENT_RANK",
@@ -108,4 +116,10 @@ __all__ = [
     "RoutingRule",
     "TraceStatus",
     "Span",
+    "SUBSCRIBABLE",
+    "DeliveryStatus",
+    "WebhookAttempt",
+    "WebhookDelivery",
+    "WebhookEndpoint",
+    "WebhookEvent",
 ]

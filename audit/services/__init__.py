@@ -104,6 +104,14 @@ if TYPE_CHECKING:
         spans_ingest,
     )
     from .verdicts import verdict_record
+    from .webhooks import (
+        batch_notify,
+        run_notify,
+        webhook_create,
+        webhook_delete,
+        webhook_new_secret,
+        webhook_send_test,
+    )
 
 # public name -> the module of this package that defines it
 _LAZY = {
@@ -181,6 +189,12 @@ _LAZY = {
     "ingested_trace_route": "traces",
     "ingested_traces_sweep_quiet": "traces",
     "spans_ingest": "traces",
+    "batch_notify": "webhooks",
+    "run_notify": "webhooks",
+    "webhook_create": "webhooks",
+    "webhook_delete": "webhooks",
+    "webhook_new_secret": "webhooks",
+    "webhook_send_test": "webhooks",
 }
 __all__ = [
     "CONTRACTEVAL",
@@ -257,6 +271,12 @@ __all__ = [
     "ingested_trace_route",
     "ingested_traces_sweep_quiet",
     "spans_ingest",
+    "batch_notify",
+    "run_notify",
+    "webhook_create",
+    "webhook_delete",
+    "webhook_new_secret",
+    "webhook_send_test",
 ]
 
 

@@ -53,6 +53,7 @@ from .common import (
     llm_config,
     require_semantic_model,
 )
+from .webhooks import batch_notify
 
 logger = logging.getLogger(__name__)
 
@@ -382,4 +383,5 @@ def batch_finalize(*, batch_id: int) -> Batch:
         if batch.scores is not None:
             batch.scores["seconds"] = batch.seconds
         batch.save()
+        batch_notify(batch=batch)  # a drop in the suite's clean rate goes to the webhooks
     return batch

@@ -62,6 +62,7 @@ from .common import (
     refused,
     require_semantic_model,
 )
+from .webhooks import run_notify
 
 logger = logging.getLogger(__name__)
 
@@ -402,6 +403,7 @@ def run_execute(*, run_id: int, final_attempt: bool = True) -> Run:
     with transaction.atomic():
         run.save()
         run_outcome_record(run=run)
+    run_notify(run=run)  # a violation or a run needing review goes to the webhooks
     return run
 
 

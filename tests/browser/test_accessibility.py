@@ -1,4 +1,4 @@
-"""WCAG 2.1 AA on the workspace, the run page, the inbox and the live traces, checked by axe-core
+"""WCAG 2.1 AA on the workspace, the run page, the inbox, the live traces and the webhooks, checked by axe-core
 (vendored from npm into static/vendor/ by `make static`): no serious or critical
 violation."""
 
@@ -107,4 +107,20 @@ def test_the_live_traces_page_with_its_forms_has_no_serious_or_critical_violatio
     page.fill("#ingest-tokens input[name=name]", "second bot")
     page.click("text=Create token")
     page.wait_for_selector("[data-testid=new-token]")
+    assert _violations(page, live_server.url) == []
+
+
+def test_the_webhooks_page_with_a_new_endpoint_has_no_serious_or_critical_violations(
+    live_server, page, project
+):
+    require_service(Path(AXE).exists(), f"{AXE} missing: run `make static`")
+    page.goto(f"{live_server.url}/login/")
+    page.fill("input[name=username]", "adm")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.goto(f"{live_server.url}/p/demo/webhooks/")
+    page.fill("#webhook-endpoints input[name=name]", "chat")
+    page.fill("#webhook-endpoints input[name=url]", "https://hooks.example.com/ce")
+    page.click("text=Add endpoint")
+    page.wait_for_selector("[data-testid=new-secret]")
     assert _violations(page, live_server.url) == []

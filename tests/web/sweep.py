@@ -46,6 +46,7 @@ class World:
     ingest_token: Any
     routing_rule: Any
     ingested_trace: Any
+    webhook: Any
 
 
 def build_world(users, refund_doc) -> World:
@@ -94,6 +95,13 @@ def build_world(users, refund_doc) -> World:
         status=TraceStatus.UNROUTED,
         reason="no routing rule matches this trace",
     )
+    webhook, _ = services.webhook_create(
+        project=project,
+        user=users["admin"],
+        name="alerts",
+        url="https://hooks.example.com/contracteval",
+        events=["run.violation"],
+    )
     return World(
         project=project,
         audited=audited,
@@ -111,6 +119,7 @@ def build_world(users, refund_doc) -> World:
         ingest_token=ingest_token,
         routing_rule=routing_rule,
         ingested_trace=ingested_trace,
+        webhook=webhook,
     )
 
 
@@ -159,6 +168,7 @@ def _values(w: World, pattern: str) -> dict[str, Any]:
         "token_pk": w.ingest_token.pk,
         "rule_pk": w.routing_rule.pk,
         "trace_pk": w.ingested_trace.pk,
+        "hook_pk": w.webhook.pk,
         "family": "omission",
         "part": "obligations",
         "case_id": "any-case",

@@ -73,6 +73,10 @@ def _settings_in_a_fresh_process(**env):
         ("OTLP_MAX_BODY_BYTES", "0"),
         ("OTLP_REQUESTS_PER_MINUTE", "many"),
         ("OTLP_QUIET_SECONDS", "-5"),
+        ("WEBHOOK_MAX_ATTEMPTS", "0"),
+        ("WEBHOOK_TIMEOUT_SECONDS", "soon"),
+        ("WEBHOOK_ALLOW_PRIVATE_ADDRESSES", "perhaps"),
+        ("SITE_URL", "contracteval.example.com"),
     ],
 )
 def test_an_unreadable_setting_stops_the_start_naming_the_variable(variable, value):
@@ -92,3 +96,24 @@ def test_input_limits_are_read_from_one_variable_and_set_the_request_body_limit(
     done = _settings_in_a_fresh_process(INPUT_LIMITS="trace_bytes=1MiB, tool_count=64")
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[1] == str(1024 * 1024)
+
+
+def test_private_webhook_addresses_are_allowed_by_default_only_under_debug():
+    code = "import contracteval_site.settings as s; print(s.WEBHOOK_ALLOW_PRIVATE_ADDRESSES)"
+    import os
+    import subprocess
+    import sys
+
+    def read(**env: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parents[2],
+        )
+        return done.stdout.strip()
+
+    assert read(DEBUG="0") == "False"
+    assert read(DEBUG="1") == "True"
+    assert read(DEBUG="1", WEBHOOK_ALLOW_PRIVATE_ADDRESSES="0") == "False"

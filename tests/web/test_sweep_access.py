@@ -48,6 +48,7 @@ def test_the_walk_covers_every_kind_of_object(world):
         "/p/tests/inbox.json",
         f"/p/tests/ingest/tokens/{world.ingest_token.pk}/revoke/",
         f"/p/tests/ingest/traces/{world.ingested_trace.pk}/route/",
+        f"/p/tests/webhooks/{world.webhook.pk}/test/",
         "/v1/traces",
         f"/c/{world.draft.pk}/analytics/",
         f"/c/{world.draft.pk}/analytics/obligations.json",
@@ -110,6 +111,12 @@ LOWER_ROLE = [
     ("reviewer", "ui", "post", "/p/tests/ingest/rules/", {"attribute": "a", "value": "b"}),
     ("reviewer", "ui", "post", "/p/tests/ingest/rules/{rule}/delete/", {}),
     ("reviewer", "ui", "post", "/p/tests/new/", {"title": "x", "text": "y"}),
+    ("reviewer", "ui", "get", "/p/tests/webhooks/", {}),
+    ("reviewer", "ui", "post", "/p/tests/webhooks/new/", {"name": "x", "url": "https://e.com"}),
+    ("reviewer", "ui", "post", "/p/tests/webhooks/{hook}/delete/", {}),
+    ("reviewer", "ui", "post", "/p/tests/webhooks/{hook}/test/", {}),
+    ("reviewer", "ui", "post", "/p/tests/webhooks/{hook}/secret/", {}),
+    ("annotator", "ui", "get", "/p/tests/webhooks/", {}),
     ("annotator", "api", "post", "/api/contracts/import/", {"project": "tests", "document": {}}),
     ("annotator", "api", "post", "/api/batches/", {"project": "tests", "mode": "oracle"}),
     ("annotator", "api", "post", "/api/runs/{run}/verdicts/", {"agrees": True, "note": "x"}),
@@ -125,6 +132,7 @@ def test_a_member_whose_role_is_too_low_gets_403(
         run=world.run.pk,
         token=world.ingest_token.pk,
         rule=world.routing_rule.pk,
+        hook=world.webhook.pk,
     )
     before = row_counts()
     if where == "api":

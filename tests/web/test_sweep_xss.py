@@ -149,6 +149,19 @@ def _ingest_with_hostile_names(client) -> None:
     )
 
 
+def _webhook_with_hostile_name(client) -> None:
+    """An endpoint named with payloads, whose URL carries one in its query (a URL may
+    hold quotes and angle brackets), with a delivery whose error is a payload."""
+    from audit.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+
+    form = {"name": ALL[:100], "url": 'https://e.example/h?q="><svg/onload=alert(3)>'}
+    response = client.post("/p/tests/webhooks/new/", {**form, "events": ["run.violation"]})
+    assert response.status_code == 200, response.content[:800]
+    endpoint = WebhookEndpoint.objects.get(name=ALL[:100])
+    delivery = WebhookDelivery.objects.create(endpoint=endpoint, event="test", payload={})
+    WebhookAttempt.objects.create(delivery=delivery, number=1, error=ALL)
+
+
 def _unescaped(body: str) -> list[str]:
     found = [p for p in PAYLOADS if p in body]
     found += re.findall(r"<(?:img|svg|iframe)[^>]*(?:onerror|onload|srcdoc)", body)
@@ -164,6 +177,7 @@ def test_script_payloads_in_every_text_field_come_back_escaped(client, users, wo
     _write_through_forms(client, world)
     run_pk = _run_with_hostile_text(client, world)
     _ingest_with_hostile_names(client)
+    _webhook_with_hostile_name(client)
     pages = [_batch_with_hostile_name(client, refund_doc)]
     from audit.models import Contract
 
@@ -186,6 +200,7 @@ def test_script_payloads_in_every_text_field_come_back_escaped(client, users, wo
         f"/c/{hostile.pk}/analytics/",
         f"/c/{world.audited.pk}/analytics/compare/?a={quote(PAYLOADS[3][:200])}&b={quote(PAYLOADS[4][:200])}",
         f"/c/{world.audited.pk}/analytics/compare/?by=model&a=x&b={quote(PAYLOADS[3][:200])}",
+        "/p/tests/webhooks/",
     ]
     pages += [client.get(url) for url in urls]
     pages += [client.get(f"/c/{pk}/nodes/{world.node.pk}/", **HTMX)]
