@@ -1437,7 +1437,8 @@
     document.addEventListener("htmx:afterSettle", () => {
       const fresh = Array.from(document.querySelectorAll("[data-contracteval-overlay]")).some((el) => !el.hasChildNodes());
       // after a paint: the reviewer reads the new headline while the graph is laid out
-      if (fresh) setTimeout(() => (global.ContractEvalOverlay.views = mountAll(document)), 0);
+      const mount = () => (global.ContractEvalOverlay.views = mountAll(document));
+      if (fresh) requestAnimationFrame(() => setTimeout(mount, 0));
     });
   }
 })(typeof window !== "undefined" ? window : this);
