@@ -4,7 +4,8 @@ Pure Python (networkx, scipy, jsonschema); no Django. The formats, algorithms an
 command line it implements are in the project's spec (FORMAT.md, ALGORITHMS.md, CLI.md).
 
 >>> from pathlib import Path
->>> from matching import load_contract, read_observed, evaluate
+>>> from matching import load_contract, read_observed
+>>> from matching.evaluate import evaluate
 >>> data = Path(__file__).parent / "data"
 >>> c = load_contract(data / "refund-mini.json")
 >>> evaluate(c, "q1", read_observed(data / "refund-mini-observed-q1.json"))["verdict"]
@@ -16,16 +17,14 @@ pull networkx, numpy and jsonschema into a process that never evaluates anything
 as the web app starting up.
 """
 
-import sys
-import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .conditioning import Expected, condition
     from .errors import ContractEvalError
-    from .evaluate import Evaluation, evaluate, evaluate_detailed
+    from .evaluate import Evaluation, evaluate_detailed
     from .formats import (
         Case,
         Contract,
@@ -53,7 +52,6 @@ _LAZY = {
     "Query": "formats",
     "audit_contract": "validate",
     "condition": "conditioning",
-    "evaluate": "evaluate",
     "evaluate_detailed": "evaluate",
     "load_contract": "validate",
     "read_case": "formats",
@@ -73,7 +71,6 @@ __all__ = [
     "Query",
     "audit_contract",
     "condition",
-    "evaluate",
     "evaluate_detailed",
     "load_contract",
     "read_case",
@@ -85,18 +82,3 @@ __all__ = [
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)
-
-
-class _Package(types.ModuleType):
-    """This package, whose ``evaluate`` stays the function: importing the submodule of
-    the same name (``matching.evaluate``) makes the import system set the package's
-    attribute to that module, which ``from matching import evaluate`` would then return."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if isinstance(value, types.ModuleType) and value.__name__ == f"{__name__}.{name}":
-            if name in _LAZY:
-                value = getattr(value, name)
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
