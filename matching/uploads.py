@@ -41,7 +41,7 @@ from typing import Any
 
 from .errors import ContractEvalError
 from .formats import OBSERVED, read_observed
-from .importers import INPUT_KINDS, detect_kind, last_agent_message, parse_select, render
+from .importers import INPUT_KINDS, detect_kind, final_output, parse_select, render
 from .input_limits import DEFAULT_LIMITS, Limits, decode_utf8, size_of
 from .model import EXTRACTOR_CHOICES, MODES, SOURCE_KINDS
 from .trace import EVENT, is_trace
@@ -196,7 +196,7 @@ def _rendered(
         "source": {"kind": source_kind, "text": text},
         "nodes": [],
     }
-    output = output or _final_output(kind, data, text, source_kind)
+    output = output or final_output(kind, text, source_kind)
     if output:
         doc["output"] = output
     read_observed(doc)
@@ -269,35 +269,3 @@ def _json_or_none(text: str, limits: Limits) -> Any:
             " 'Pasted response or trace' to evaluate it as text",
             rule="json",
         ) from None
-
-
-def _final_output(kind: str, data: Any, text: str, source_kind: str) -> str | None:
-    """The agent's final answer, checked against output requirements: the last assistant
-    message of a transcript, the last ``respond`` of an action list, or a pasted response."""
-    if kind == "text":
-        # a pasted trace ends with the agent's answer, as a transcript's last message does
-        return text.strip() if source_kind == "response" else last_agent_message(text)
-    if kind not in ("openai", "tau_bench"):
-        return last_agent_message(text)
-    items = (
-        data.get("messages" if kind == "openai" else "actions")
-        if isinstance(data, Mapping)
-        else data
-    )
-    for item in reversed(list(items or [])):
-        if not isinstance(item, Mapping):
-            continue
-        if kind == "openai" and item.get("role") == "assistant":
-            content = item.get("content")
-            if isinstance(content, list):
-                content = "\n".join(
-                    p.get("text", "") if isinstance(p, Mapping) else str(p) for p in content
-                )
-            if isinstance(content, str) and content.strip():
-                return content.strip()
-        if kind == "tau_bench" and item.get("name") == "respond":
-            kwargs = item.get("kwargs") or item.get("arguments") or {}
-            content = kwargs.get("content") if isinstance(kwargs, Mapping) else None
-            if isinstance(content, str) and content.strip():
-                return content.strip()
-    return None

@@ -59,6 +59,7 @@ __all__ = [
     "ROLES",
     "detect_kind",
     "format_call",
+    "final_output",
     "last_agent_message",
     "normalise_pasted",
     "parse_select",
@@ -213,3 +214,19 @@ def render(kind: str, data: Any, *, select: Mapping[str, str] | None = None) -> 
     if kind not in renderers:
         raise ValueError(f"cannot render input kind {kind!r}")
     return renderers[kind](data)
+
+
+def final_output(kind: str, text: str, source_kind: str = "trace") -> str | None:
+    """The agent's final answer, checked against output requirements — one rule for
+    uploads and ``contracteval import``: a pasted response whole, otherwise the last
+    agent message of the rendered trace (so that what the renderer reads — an OpenAI
+    refusal, content parts, a τ-bench ``respond`` — is what the check reads).
+
+    >>> final_output("tau_bench", "[user] Hi\\n[tool] f()\\n[assistant] Done.\\n")
+    'Done.'
+    >>> final_output("text", " All set. ", "response")
+    'All set.'
+    """
+    if kind == "text" and source_kind == "response":
+        return text.strip()
+    return last_agent_message(text)

@@ -99,7 +99,7 @@ def load_trace(
 def _load(
     path: Path, fmt: str, select: Mapping[str, str] | None, text_kind: str, limits: Limits
 ) -> Imported:
-    from . import detect_kind, last_agent_message, normalise_pasted, render
+    from . import detect_kind, final_output, normalise_pasted, render
 
     if fmt == "text":
         _check_size(path, limits)
@@ -127,4 +127,4 @@ def _load(
             file=str(path),
             rule="input-kind",
         ) from None
-    return Imported(kind, "trace", text, last_agent_message(text))
+    return Imported(kind, "trace", text, final_output(kind, text))

@@ -95,3 +95,22 @@ def test_import_holds_a_file_to_the_engine_default_limits(
     assert main(["import", str(deep), "--out", out]) == 1
     assert "nested deeper than 64 levels" in capsys.readouterr().err
     assert not Path(out).exists()
+
+
+@pytest.mark.parametrize(
+    "sample", ["openai_legacy.json", "openai_responses.json", "anthropic.json", "otel_semconv.json"]
+)
+def test_an_upload_and_contracteval_import_read_the_same_final_output(sample: str):
+    """One rule for both paths: the last agent message of the rendered trace (the
+    OpenAI sample ends with a refusal, which only the renderer reads)."""
+    from matching.importers.load import load_trace
+    from matching.uploads import prepare_input
+
+    path = SAMPLES / sample
+    imported = load_trace(path)
+    uploaded = prepare_input(
+        kind="auto", data=path.read_text(), contract_key="c", query_key="q", mode="token"
+    )
+    assert uploaded.observed.get("output") == imported.output
+    if sample == "openai_legacy.json":
+        assert imported.output.startswith("I can't refund a booking")
