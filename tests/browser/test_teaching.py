@@ -188,7 +188,9 @@ def test_a_reviewer_pairs_and_unpairs_by_clicking_in_the_graph(live_server, page
     assert blocked == []
 
 
-def test_many_corrections_at_once_change_the_headline_in_place_and_revert(live_server, page, setup):
+def test_many_corrections_at_once_change_the_headline_in_place_and_revert(
+    live_server, page, setup, shot
+):
     user, contract = setup
     run = _run(user, contract, "1042", "ten", mode="token")
     step = _step(run, "Ten days is nothing")
@@ -212,6 +214,8 @@ def test_many_corrections_at_once_change_the_headline_in_place_and_revert(live_s
         (f["family"], f["location"]) for f in run.report["failures"]
     }
     assert f"{run.failure_count} failure" in page.inner_text("[data-testid=run-verdict]")
+    page.locator("[data-testid=corrected-report]").scroll_into_view_if_needed()
+    shot(page, "review-corrections")
     page.click("[data-testid=revert-form] button")
     page.wait_for_selector("[data-testid=run-corrected]", state="detached")
     assert page.inner_text("[data-testid=run-verdict]") == before
