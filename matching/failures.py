@@ -244,11 +244,10 @@ def invariant_scores(
     unjudged: list[str] = []
     reasons: dict[str, str] = {}
     text: str | None = None
-    calls: list[tool_checks.Call] | None = None
     for i in expected.invariants:
         check = by_id[i].check
         if tool_checks.is_tool_check(check):
-            calls = tool_checks.tool_calls(observed.kind, observed.text) if calls is None else calls
+            calls = tool_checks.tool_calls(observed.kind, observed.text)
             scores[i] = tool_checks.score(check, calls)
         elif check:
             text = agent_text(observed) if text is None else text

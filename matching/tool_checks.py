@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, TypeGuard
 
 from . import trace
@@ -45,10 +46,12 @@ def is_tool_check(check: Mapping[str, Any] | None) -> TypeGuard[Mapping[str, Any
     return check is not None and any(k in check for k in KINDS)
 
 
-def tool_calls(kind: str, text: str) -> list[Call]:
-    """The tool calls of an observed text, in order (none in a response)."""
+@lru_cache(maxsize=8)
+def tool_calls(kind: str, text: str) -> tuple[Call, ...]:
+    """The tool calls of an observed text, in order (none in a response); cached, since
+    scoring a run's tool checks and naming what broke them read the same trace."""
     if kind != "trace":
-        return []
+        return ()
     out = []
     for event in trace.events(text):
         if event.role != "tool":
@@ -57,7 +60,7 @@ def tool_calls(kind: str, text: str) -> list[Call]:
         call = trace.tool_call(" ".join(x.strip() for x in event.lines if x.strip()))
         if call is not None:
             out.append(Call(call[0], call[1], text.count("\n", 0, event.start) + 1))
-    return out
+    return tuple(out)
 
 
 def _broken(check: Mapping[str, Any], calls: Sequence[Call]) -> Call | None:
