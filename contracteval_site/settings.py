@@ -7,7 +7,7 @@ runs with no servers at all (SQLite, and a Celery broker in a SQLite file):
   ``sqlite:///db.sqlite3``) or ``postgres://user:password@host:port/name``.
 - ``CELERY_BROKER_URL``: e.g. ``redis://127.0.0.1:6379/0``; absent means kombu's
   SQLAlchemy transport on ``var/celery-broker.sqlite3`` (one machine, no server),
-  looking for messages every 0.1 s (``sqla-local+``, :mod:`contracteval_site.celery`). Tasks
+  looking for messages every 0.1 s (``sqla-local+``, :mod:`contracteval_site.broker`). Tasks
   always go through a broker to a worker; only the tests run them in-process.
 - ``CELERY_TASK_SOFT_TIME_LIMIT`` / ``CELERY_TASK_TIME_LIMIT`` (seconds, default 300 /
   360), ``CELERY_VISIBILITY_TIMEOUT`` (default 3600), ``JOB_STALE_AFTER`` (default 420):

@@ -134,7 +134,7 @@ def test_a_worker_on_the_embedded_sqlite_broker_completes_a_run(
     messages every 0.1 s (the settings' default ``sqla-local+`` URL)."""
     from celery import Celery
 
-    from contracteval_site.celery import LocalTransport
+    from contracteval_site.broker import LocalTransport
 
     url = f"sqla-local+sqlite:///{tmp_path / 'broker.sqlite3'}"
     queue = new_queue()
