@@ -19,12 +19,15 @@ order-respecting alignment is worse by more than ``order_margin`` than one that 
 the order, and at the edge concerned.
 
 What is left of the steps is read by its more likely reading (:data:`LIKELY`): a step
-read as an inactive node (P ≥ 0.5, and more than as any active one) is a wrong-branch
-step; one read as an active obligation (P ≥ 0.5) repeats it (a call and the sentence
-that reports it enact one obligation together); one that
-*acts* (:func:`matching.observe.acts`: a call that is not a lookup, words that report or
-promise an action) is an extra action; anything else (commentary, small talk) is
-consumed as commentary on its likeliest obligation.
+that asks or seeks confirmation (:data:`OFFERS`) read as an obligation of an intent the
+query does not activate (P ≥ 0.5, and more than as any node of G_E(q)) is an extra
+action: the agent offers what the procedure for q does not include (a transfer to a
+human for a request the policy says to deny); a step read as an inactive node (P ≥ 0.5,
+and more than as any active one) is a wrong-branch step; one read as an active
+obligation (P ≥ 0.5) repeats it (a call and the sentence that reports it enact one
+obligation together); one that *acts* (:func:`matching.observe.acts`: a call that is
+not a lookup, words that report or promise an action) is an extra action; anything else
+(commentary, small talk) is consumed as commentary on its likeliest obligation.
 
 >>> order_pairs(np.array([[False, True], [False, False]]), {0: [(0, 3.0)], 1: [(1, 1.0)]},
 ...             np.array([[5, 2], [5, 2]]))
@@ -49,6 +52,10 @@ _ORDERED = ("requires", "enables", "branches_to")
 # A step left over is read by its more likely reading: it repeats an obligation, or takes
 # an inactive branch, only when that is more likely than not. Not a knob: an even bet.
 LIKELY = 0.5
+# The speech acts that offer: only these are read against the intents q does not activate,
+# since a statement or a lookup that resembles another intent's obligation (each intent
+# has its own "look up the reservation") is not the agent taking up that intent.
+OFFERS = ("ask", "confirm")
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,8 @@ class Scored:
     rows: list[str]  # the active pairable obligations
     inactive: list[str]
     steps: list[Step]
+    p_other: np.ndarray  # (nodes of the intents q does not activate, steps)
+    other: list[str]
     crossed: dict[tuple[str, str], float] = field(default_factory=dict)  # edge -> P both right
 
 
@@ -103,6 +112,8 @@ def semantic_align(
     nodes = [by_id[e] for e in rows] + [by_id[i] for i in inactive]
     p = model.predict(pairs_of(nodes, st, expected, n_active=len(rows)))
     p_act, p_in = p[: len(rows)], p[len(rows) :]
+    other = [n.id for n in expected.contract.nodes if _off_query(n, expected)]
+    p_other = _p_other(model, [by_id[e] for e in rows], [by_id[e] for e in other], st, expected)
     idx = {e: i for i, e in enumerate(expected.nodes)}
     before = precedence(expected)[np.ix_([idx[e] for e in rows], [idx[e] for e in rows])]
     stepno = [o.step for o in kept]
@@ -111,12 +122,34 @@ def semantic_align(
     m = Alignment("semantic", kept, [], {}, {})
     _pairs(m, rows, kept, p_act, chosen)
     m.first_step = {rows[r]: int(first[r, c]) for r, c in chosen.items()}
-    scored = Scored(m, p_act, p_in, rows, inactive, st)
+    scored = Scored(m, p_act, p_in, rows, inactive, st, p_other, other)
     scored.crossed = {
         (rows[a], rows[b]): float(min(p_act[a, chosen[a]], p_act[b, chosen[b]])) for a, b in crossed
     }
     _leftovers(scored, expected, kept, chosen)
     return scored
+
+
+def _off_query(n: Node, expected: Expected) -> bool:
+    """A pairable node of an intent the query does not activate (not an inactive branch:
+    those are read as wrong branches)."""
+    return n.id not in expected.active and n.id not in expected.inactive and pairable(n)
+
+
+def _p_other(
+    model: PairModel,
+    active: list[Node],
+    other: list[Node],
+    st: list[Step],
+    expected: Expected,
+) -> np.ndarray:
+    """P(step enacts node) for the off-query nodes, featurised beside the active ones (a
+    call of its own, so that the active pairs read exactly as without them)."""
+    if not other or not any(x.act in OFFERS for x in st):
+        return np.zeros((len(other), len(st)))
+    return model.predict(pairs_of(active + other, st, expected, n_active=len(active)))[
+        len(active) :
+    ]
 
 
 def first_steps(p: np.ndarray, stepno: Sequence[int], bar: float) -> np.ndarray:
@@ -264,7 +297,10 @@ def _leftovers(
         best_a = float(pa.max()) if pa.size else 0.0
         best_i = float(s.p_inactive[:, j].max()) if s.p_inactive.size else 0.0
         r = int(pa.argmax()) if pa.size else -1
-        if best_i >= LIKELY and best_i > best_a:
+        best_o = float(s.p_other[:, j].max()) if s.p_other.size else 0.0
+        if s.steps[j].act in OFFERS and best_o >= LIKELY and best_o > max(best_a, best_i):
+            m.offered[o.id] = s.other[int(s.p_other[:, j].argmax())]  # an extra action
+        elif best_i >= LIKELY and best_i > best_a:
             node = s.inactive[int(s.p_inactive[:, j].argmax())]
             m.wrong_branch.setdefault(expected.inactive[node], []).append(o.id)
             m.wrong_branch_of[o.id] = node

@@ -7,7 +7,8 @@ pair model (:mod:`matching.pair_model`):
   on a node the alignment does not pair itself (a composite, a decision), the least of
   its pairable descendants';
 - extra action at a step: the probability that it enacts no declared node,
-  ``1 - max_e P(e, s)`` over active and inactive nodes;
+  ``1 - max_e P(e, s)`` over active and inactive nodes; for a step that offers an
+  obligation of an intent the query does not activate, the probability of that reading;
 - wrong branch at a decision: the likeliest inactive reading of its steps;
 - ordering at an edge: the probability that both crossing pairs are right (the lesser);
 - invariants and checked outputs: their checks are deterministic (1.0), or one minus a
@@ -61,11 +62,19 @@ def likelihoods(s: Scored) -> Likelihoods:
     best = every.max(axis=0) if every.size else np.zeros(len(ids))
     return Likelihoods(
         omission={e: round(1.0 - float(pa[r].max(initial=0.0)), 6) for r, e in enumerate(s.rows)},
-        extra={o: round(1.0 - float(best[j]), 6) for j, o in enumerate(ids)},
+        extra={o: _extra(s, j, o, float(best[j])) for j, o in enumerate(ids)},
         wrong={o: round(float(pi[:, j].max()), 6) for j, o in enumerate(ids)} if pi.size else {},
         crossed=dict(s.crossed),
         paired=dict(s.alignment.scores),
     )
+
+
+def _extra(s: Scored, j: int, o: str, best: float) -> float:
+    """P(step j is an extra action): its off-query reading when it offers one, else the
+    probability that it enacts no declared node."""
+    if o in s.alignment.offered:
+        return round(float(s.p_other[:, j].max()), 6)
+    return round(1.0 - best, 6)
 
 
 def failure_probability(

@@ -135,6 +135,7 @@ def correct(m: Alignment, expected: Expected, corrections: Corrections) -> Align
     out.scores = {e: 1.0 if e in by_hand else m.scores.get(e, 1.0) for e in out.pairs}
     out.repeats = [(o, of) for o, of in out.repeats if o not in forced] + displaced
     out.wrong_branch_of = {o: n for o, n in out.wrong_branch_of.items() if o not in forced}
+    out.offered = {o: n for o, n in out.offered.items() if o not in forced}
     out.wrong_branch = {d: [o for o in os if o not in forced] for d, os in out.wrong_branch.items()}
     out.wrong_branch = {d: os for d, os in out.wrong_branch.items() if os}
     by_id = expected.contract.by_id

@@ -196,10 +196,16 @@ def extra_action_failures(m: Alignment) -> list[Failure]:
         {
             "family": "extra_action",
             "location": o,
-            "detail": f"observed step {o!r} ({labels[o]}) enacts no active obligation",
+            "detail": f"observed step {o!r} ({labels[o]}) {_why_extra(m, o)}",
         }
         for o in m.extra
     ]
+
+
+def _why_extra(m: Alignment, o: str) -> str:
+    if o in m.offered:
+        return f"offers {m.offered[o]!r}, an obligation of an intent the query does not activate"
+    return "enacts no active obligation"
 
 
 def agent_text(observed: Observed) -> str:

@@ -45,6 +45,9 @@ class Alignment:
     repeats: list[tuple[str, str]] = field(default_factory=list)  # (observed id, of)
     wrong_branch: dict[str, list[str]] = field(default_factory=dict)  # decision -> obs ids
     wrong_branch_of: dict[str, str] = field(default_factory=dict)  # obs id -> inactive node
+    # semantic mode: obs id -> the obligation of an intent the query does not activate
+    # that the step offers or asks about (it stays an extra action)
+    offered: dict[str, str] = field(default_factory=dict)
     consumed_output: list[str] = field(default_factory=list)  # obs ids paired with outputs
     extra: list[str] = field(default_factory=list)
     # expected id -> sim of its pair minus the best sim of the same step to another

@@ -351,6 +351,7 @@ def _targets(failure: dict[str, str], ev: Evaluation) -> dict[str, Any]:
         nodes += [n for n in e.nodes if ev.status.get(n) == "folded" and n in inside and n != loc]
     elif family == "extra_action":
         observed.append(loc)
+        nodes += [m.offered[loc]] if loc in m.offered else []
     elif family == "invariant_violation":
         invariants.append(loc)
     return {

@@ -152,3 +152,30 @@ def test_thresholds_abstain_rather_than_decide_below_the_target() -> None:
     t = fit_thresholds(p, y, target=0.95)
     s = decided_scores(p, y, t)
     assert s["balanced_decided"] == 1.0 and s["share_decided"] == pytest.approx(4 / 6)
+
+
+_INSURANCE = (
+    "[user] Hi, the insurance on my reservation PEP4E0 is not showing. Can you add it?\n"
+    "[assistant] Could you give me your user id?\n[user] It is mia_li_3668.\n"
+    '[tool] get_reservation_details(reservation_id="PEP4E0")\n'
+    "[assistant] I'm sorry, but travel insurance cannot be added after the booking is made.\n"
+)
+
+
+def _airline_failures(text: str) -> list[dict]:
+    contract = load_contract(ROOT / "fixtures" / "taubench" / "contracts" / "airline.json")
+    obs = extract_behaviour(text)
+    return evaluate_detailed(condition(contract, "t36"), obs, mode="semantic").failures
+
+
+def test_offering_what_another_intent_does_is_an_extra_action() -> None:
+    # the query asks about insurance only; the offer of a transfer takes up the
+    # "transfer to a human" intent that the policy reserves for out-of-scope requests
+    offer = "[assistant] Would you like me to transfer you to a human agent who may help?\n"
+    (extra,) = [f for f in _airline_failures(_INSURANCE + offer) if f["family"] == "extra_action"]
+    assert "offers 'transfer_user'" in extra["detail"] and extra["probability"] > 0.5
+
+
+def test_saying_what_another_intent_is_about_is_not_an_extra_action() -> None:
+    said = "[assistant] A human agent would not be able to add it either.\n"
+    assert _airline_failures(_INSURANCE) == _airline_failures(_INSURANCE + said) == []
