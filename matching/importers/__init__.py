@@ -1,6 +1,9 @@
 """Importers: every trace source renders to the one text form of FORMAT.md §4.
 
-Formats (:data:`INPUT_KINDS`; :func:`detect_kind` guesses one from parsed JSON):
+Each format is declared once, by the module that reads it, as a :class:`Format`: its
+name, whether parsed JSON is in it, how it renders and what its final answer is.
+:data:`FORMATS` gathers them (:data:`INPUT_KINDS` are their names); :func:`detect_kind`
+tries them on parsed JSON, the most specific shapes first:
 
 - ``observed`` — a ``contracteval.observed/v1`` document (not rendered);
 - ``text`` — pasted text, kept as it is;
@@ -40,23 +43,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ContractEvalError
+from . import anthropic, langchain, openai, otel, tau_bench
 from .anthropic import render_anthropic
-from .base import ROLES, format_call, last_agent_message, render_events
-from .langchain import LANGCHAIN_TYPES, render_langchain
+from .base import ROLES, Format, format_call, last_agent_message, render_events
+from .langchain import render_langchain
 from .openai import render_openai_chat, render_openai_responses
-from .otel import is_otel, render_otel
-from .tau_bench import (
-    REFERENCE_SOLUTION,
-    is_results_entry,
-    is_task,
-    render_tau_bench,
-    render_tau_results,
-    trajectories,
-)
+from .otel import render_otel
+from .tau_bench import render_tau_bench, render_tau_results, trajectories
 
 __all__ = [
+    "DETECTION_ORDER",
+    "FORMATS",
     "INPUT_KINDS",
     "ROLES",
+    "Format",
     "detect_kind",
     "format_call",
     "final_output",
@@ -75,99 +75,76 @@ __all__ = [
     "trajectories",
 ]
 
-INPUT_KINDS = (
-    "observed",
-    "text",
-    "openai",
-    "openai_responses",
-    "anthropic",
-    "langchain",
-    "otel",
-    "tau_bench_results",
-    "tau_bench",
-)
-_RESPONSE_ITEMS = {"message", "function_call", "function_call_output", "reasoning"}
-_ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking"}
-
 
 def normalise_pasted(text: str) -> str:
     """Pasted text: line endings normalised, nothing else changed (offsets stay put)."""
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _langchain(items: list[Any]) -> bool:
-    first = items[0]
-    if isinstance(first, (list, tuple)):
-        return len(first) == 2 and str(first[0]).lower() in LANGCHAIN_TYPES
-    kind = first.get("type") if isinstance(first, Mapping) else None
-    return isinstance(kind, str) and (
-        kind.lower() in LANGCHAIN_TYPES or kind.removesuffix("Chunk").endswith("Message")
+def _render_text(data: Any, select: Mapping[str, str] | None) -> str:
+    if not isinstance(data, str) or not data.strip():
+        raise ContractEvalError("the pasted text is empty", rule="text")
+    return normalise_pasted(data)
+
+
+def _text_output(text: str, source_kind: str) -> str | None:
+    # a pasted response is the answer whole; a pasted trace's is its last agent message
+    return text.strip() if source_kind == "response" else last_agent_message(text)
+
+
+def _not_rendered(data: Any, select: Mapping[str, str] | None) -> str:
+    raise ValueError("an observed document is read as it is, not rendered")
+
+
+OBSERVED = Format(
+    "observed",
+    lambda data: isinstance(data, Mapping) and data.get("format") == "contracteval.observed/v1",
+    _not_rendered,
+)
+TEXT = Format("text", lambda data: False, _render_text, _text_output)
+
+#: Every input format by name, in the order forms and documentation list them.
+FORMATS: dict[str, Format] = {
+    f.name: f
+    for f in (
+        OBSERVED,
+        TEXT,
+        openai.CHAT,
+        openai.RESPONSES,
+        anthropic.FORMAT,
+        langchain.FORMAT,
+        otel.FORMAT,
+        tau_bench.RESULTS,
+        tau_bench.ACTIONS,
     )
-
-
-def _anthropic(messages: list[Any]) -> bool:
-    for m in messages:
-        content = m.get("content") if isinstance(m, Mapping) else None
-        if isinstance(content, list) and any(
-            isinstance(b, Mapping) and b.get("type") in _ANTHROPIC_BLOCKS for b in content
-        ):
-            return True
-    return False
-
-
-def _detect_mapping(data: Mapping[str, Any]) -> str | None:
-    if data.get("format") == "contracteval.observed/v1":
-        return "observed"
-    if is_task(data) or (is_task(data.get("info")) and "traj" not in data):
-        raise ContractEvalError(REFERENCE_SOLUTION, rule="tau-bench")
-    if is_results_entry(data):
-        return "tau_bench_results"
-    if "resourceSpans" in data or is_otel(data):
-        return "otel"
-    if data.get("object") == "response" or isinstance(data.get("output"), list):
-        return "openai_responses"
-    messages = data.get("messages")
-    if isinstance(messages, list) and messages:
-        if "system" in data or _anthropic(messages):
-            return "anthropic"
-        return "langchain" if _langchain(messages) else "openai"
-    if isinstance(data.get("actions"), list):
-        return "tau_bench"
-    return None
-
-
-def _detect_list(data: list[Any]) -> str | None:
-    first = data[0]
-    if is_results_entry(first):
-        return "tau_bench_results"
-    if _langchain(data):
-        return "langchain"
-    if not isinstance(first, Mapping):
-        return None
-    if any(isinstance(x, Mapping) and x.get("type") in _RESPONSE_ITEMS for x in data):
-        return "openai_responses"
-    if "role" in first:
-        return "anthropic" if _anthropic(data) else "openai"
-    if "name" in first and ("kwargs" in first or "arguments" in first):
-        return "tau_bench"
-    return "otel" if is_otel(data) else None
+}
+INPUT_KINDS = tuple(FORMATS)
+# The order in which parsed JSON is tried: the most specific shapes first, since an
+# Anthropic body, a LangChain dump and OpenAI chat all hold a list of ``messages``, and
+# a results entry's ``traj`` is OpenAI chat.
+DETECTION_ORDER = (
+    OBSERVED,
+    tau_bench.RESULTS,
+    otel.FORMAT,
+    openai.RESPONSES,
+    anthropic.FORMAT,
+    langchain.FORMAT,
+    openai.CHAT,
+    tau_bench.ACTIONS,
+)
 
 
 def detect_kind(data: Any) -> str:
     """Guess the input kind of parsed JSON (one of :data:`INPUT_KINDS` but ``text``)."""
-    kind = None
-    if isinstance(data, Mapping):
-        kind = _detect_mapping(data)
-    elif isinstance(data, list) and data:
-        kind = _detect_list(data)
-    if kind is None:
-        raise ContractEvalError(
-            "unrecognised input: expected an observed document, a chat transcript (OpenAI"
-            " chat or Responses, Anthropic Messages, LangChain messages), OpenTelemetry"
-            " GenAI spans, a τ-bench results file or its 'traj', or a τ-bench action list",
-            rule="input-kind",
-        )
-    return kind
+    for fmt in DETECTION_ORDER:
+        if fmt.detects(data):
+            return fmt.name
+    raise ContractEvalError(
+        "unrecognised input: expected an observed document, a chat transcript (OpenAI"
+        " chat or Responses, Anthropic Messages, LangChain messages), OpenTelemetry"
+        " GenAI spans, a τ-bench results file or its 'traj', or a τ-bench action list",
+        rule="input-kind",
+    )
 
 
 def parse_select(value: str | None) -> dict[str, str]:
@@ -193,40 +170,19 @@ def parse_select(value: str | None) -> dict[str, str]:
 def render(kind: str, data: Any, *, select: Mapping[str, str] | None = None) -> str:
     """Render an input of the given kind to trace text (not for ``observed``);
     ``select`` chooses a trajectory of a τ-bench results file."""
-    if kind == "text":
-        if not isinstance(data, str) or not data.strip():
-            raise ContractEvalError("the pasted text is empty", rule="text")
-        return normalise_pasted(data)
-    if kind == "openai":
-        return render_openai_chat(data["messages"] if isinstance(data, Mapping) else data)
-    if kind == "tau_bench":
-        if is_task(data):
-            raise ContractEvalError(REFERENCE_SOLUTION, rule="tau-bench")
-        return render_tau_bench(data["actions"] if isinstance(data, Mapping) else data)
-    if kind == "tau_bench_results":
-        return render_tau_results(data, select)
-    renderers = {
-        "openai_responses": render_openai_responses,
-        "anthropic": render_anthropic,
-        "langchain": render_langchain,
-        "otel": render_otel,
-    }
-    if kind not in renderers:
+    if kind not in FORMATS:
         raise ValueError(f"cannot render input kind {kind!r}")
-    return renderers[kind](data)
+    return FORMATS[kind].render(data, select)
 
 
 def final_output(kind: str, text: str, source_kind: str = "trace") -> str | None:
     """The agent's final answer, checked against output requirements — one rule for
-    uploads and ``contracteval import``: a pasted response whole, otherwise the last
-    agent message of the rendered trace (so that what the renderer reads — an OpenAI
-    refusal, content parts, a τ-bench ``respond`` — is what the check reads).
+    uploads and ``contracteval import``, declared by the format (:class:`Format`): a
+    pasted response whole, otherwise the last agent message of the rendered trace.
 
     >>> final_output("tau_bench", "[user] Hi\\n[tool] f()\\n[assistant] Done.\\n")
     'Done.'
     >>> final_output("text", " All set. ", "response")
     'All set.'
     """
-    if kind == "text" and source_kind == "response":
-        return text.strip()
-    return last_agent_message(text)
+    return FORMATS[kind].output(text, source_kind)

@@ -31,9 +31,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .base import Events, fail, format_call, render_events
+from .base import Events, Format, fail, format_call, render_events
 
-__all__ = ["render_anthropic"]
+__all__ = ["FORMAT", "render_anthropic"]
 
 RULE = "anthropic-messages"
 
@@ -105,3 +105,38 @@ def render_anthropic(data: Any) -> str:
     if not events:
         raise fail("the transcript has no content", RULE)
     return render_events(events)
+
+
+_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking"}
+
+
+def _has_blocks(messages: list[Any]) -> bool:
+    for m in messages:
+        content = m.get("content") if isinstance(m, Mapping) else None
+        if isinstance(content, list) and any(
+            isinstance(b, Mapping) and b.get("type") in _BLOCKS for b in content
+        ):
+            return True
+    return False
+
+
+def detects(data: Any) -> bool:
+    """A request body (a ``system`` beside its messages, or Anthropic content blocks) or
+    a message list with ``role`` and content blocks."""
+    if isinstance(data, Mapping):
+        messages = data.get("messages")
+        return (
+            isinstance(messages, list)
+            and bool(messages)
+            and ("system" in data or _has_blocks(messages))
+        )
+    return (
+        isinstance(data, list)
+        and bool(data)
+        and isinstance(data[0], Mapping)
+        and "role" in data[0]
+        and _has_blocks(data)
+    )
+
+
+FORMAT = Format("anthropic", detects, lambda data, select: render_anthropic(data))

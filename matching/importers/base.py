@@ -15,7 +15,8 @@ and storing the rendered text keeps every evidence offset stable.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ContractEvalError
@@ -24,6 +25,7 @@ from ..trace import ROLES, events
 __all__ = [
     "ROLES",
     "Events",
+    "Format",
     "call_args",
     "fail",
     "format_call",
@@ -88,3 +90,27 @@ def last_agent_message(text: str) -> str | None:
         )
         return body.strip() or None
     return None
+
+
+def _last_agent_message(text: str, source_kind: str) -> str | None:
+    return last_agent_message(text)
+
+
+@dataclass(frozen=True)
+class Format:
+    """One input format, declared by the module that reads it: its name (one of
+    :data:`matching.importers.INPUT_KINDS`), whether parsed JSON is in it, how it renders
+    to trace text (``select`` chooses among several traces), and the agent's final
+    answer in the rendered text (by default its last agent message, so that what the
+    renderer reads — an OpenAI refusal, content parts, a τ-bench ``respond`` — is what
+    the output check reads).
+
+    >>> fmt = Format("lines", lambda d: isinstance(d, list), lambda d, s: "".join(d))
+    >>> fmt.detects(["[assistant] Done.\\n"]), fmt.output("[assistant] Done.\\n", "trace")
+    (True, 'Done.')
+    """
+
+    name: str
+    detects: Callable[[Any], bool]
+    render: Callable[[Any, Mapping[str, str] | None], str]
+    output: Callable[[str, str], str | None] = _last_agent_message

@@ -26,10 +26,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .base import Events, call_args, fail, format_call, render_events
+from .base import Events, Format, call_args, fail, format_call, render_events
 from .openai import content_text
 
-__all__ = ["LANGCHAIN_TYPES", "render_langchain"]
+__all__ = ["FORMAT", "LANGCHAIN_TYPES", "render_langchain"]
 
 RULE = "langchain"
 LANGCHAIN_TYPES = {
@@ -98,3 +98,23 @@ def render_langchain(data: Any) -> str:
     if not events:
         raise fail("the dump has no messages with content", RULE)
     return render_events(events)
+
+
+def _is_dump(items: list[Any]) -> bool:
+    first = items[0]
+    if isinstance(first, (list, tuple)):
+        return len(first) == 2 and str(first[0]).lower() in LANGCHAIN_TYPES
+    kind = first.get("type") if isinstance(first, Mapping) else None
+    return isinstance(kind, str) and (
+        kind.lower() in LANGCHAIN_TYPES or kind.removesuffix("Chunk").endswith("Message")
+    )
+
+
+def detects(data: Any) -> bool:
+    """Messages typed the LangChain way (``human``, ``AIMessage``, ``("ai", text)``),
+    alone or under ``messages``."""
+    messages = data.get("messages") if isinstance(data, Mapping) else data
+    return isinstance(messages, list) and bool(messages) and _is_dump(messages)
+
+
+FORMAT = Format("langchain", detects, lambda data, select: render_langchain(data))

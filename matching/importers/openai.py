@@ -36,9 +36,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .base import Events, call_args, fail, format_call, render_events
+from .base import Events, Format, call_args, fail, format_call, render_events
 
-__all__ = ["content_text", "render_openai_chat", "render_openai_responses"]
+__all__ = ["CHAT", "RESPONSES", "content_text", "render_openai_chat", "render_openai_responses"]
 
 _TEXT_KEYS = ("text", "refusal", "output", "content")
 
@@ -175,3 +175,40 @@ def render_openai_responses(data: Any) -> str:
     if not events:
         raise fail("the items hold no messages or calls", "openai-responses")
     return render_events(events)
+
+
+_RESPONSE_ITEMS = {"message", "function_call", "function_call_output", "reasoning"}
+
+
+def detects_responses(data: Any) -> bool:
+    """A ``Response`` (or anything with an ``output`` list), or a list of Responses
+    items."""
+    if isinstance(data, Mapping):
+        return data.get("object") == "response" or isinstance(data.get("output"), list)
+    return (
+        isinstance(data, list)
+        and bool(data)
+        and isinstance(data[0], Mapping)
+        and any(isinstance(x, Mapping) and x.get("type") in _RESPONSE_ITEMS for x in data)
+    )
+
+
+def detects_chat(data: Any) -> bool:
+    """Chat messages with a ``role``, alone or under ``messages`` (read after the formats
+    that share that shape: Anthropic and LangChain)."""
+    if isinstance(data, Mapping):
+        messages = data.get("messages")
+        return isinstance(messages, list) and bool(messages)
+    return (
+        isinstance(data, list) and bool(data) and isinstance(data[0], Mapping) and "role" in data[0]
+    )
+
+
+def _render_chat(data: Any, select: Mapping[str, str] | None) -> str:
+    return render_openai_chat(data["messages"] if isinstance(data, Mapping) else data)
+
+
+CHAT = Format("openai", detects_chat, _render_chat)
+RESPONSES = Format(
+    "openai_responses", detects_responses, lambda data, select: render_openai_responses(data)
+)

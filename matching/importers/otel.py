@@ -41,9 +41,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .base import Events, call_args, fail, format_call, render_events
+from .base import Events, Format, call_args, fail, format_call, render_events
 
-__all__ = ["is_otel", "render_otel", "spans_of"]
+__all__ = ["FORMAT", "is_otel", "render_otel", "spans_of"]
 
 RULE = "otel-genai"
 _INDEXED = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(.+)$")
@@ -240,3 +240,13 @@ def render_otel(data: Any) -> str:
     if not events:
         raise fail("no span carries gen_ai messages or tool calls", RULE)
     return render_events(events)
+
+
+def detects(data: Any) -> bool:
+    """An OTLP export (``resourceSpans``), or spans with ``gen_ai.*`` attributes."""
+    if isinstance(data, Mapping):
+        return "resourceSpans" in data or is_otel(data)
+    return isinstance(data, list) and bool(data) and isinstance(data[0], Mapping) and is_otel(data)
+
+
+FORMAT = Format("otel", detects, lambda data, select: render_otel(data))

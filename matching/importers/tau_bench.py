@@ -23,11 +23,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import ContractEvalError
-from .base import Events, fail, format_call, render_events
+from .base import Events, Format, fail, format_call, render_events
 from .openai import render_openai_chat
 
 __all__ = [
+    "ACTIONS",
     "REFERENCE_SOLUTION",
+    "RESULTS",
     "is_results_entry",
     "is_task",
     "render_tau_bench",
@@ -135,3 +137,32 @@ def render_tau_bench(actions: Sequence[Mapping[str, Any]]) -> str:
         if "observation" in act and act["observation"] is not None:
             events.append(("result", str(act["observation"])))
     return render_events(events)
+
+
+def detects_results(data: Any) -> bool:
+    """A results file or one of its entries (``traj`` beside ``task_id`` or ``info``).
+    A task, or an entry's ``info`` alone, carries the reference solution: refused."""
+    if isinstance(data, Mapping):
+        if is_task(data) or (is_task(data.get("info")) and "traj" not in data):
+            raise ContractEvalError(REFERENCE_SOLUTION, rule="tau-bench")
+        return is_results_entry(data)
+    return isinstance(data, list) and bool(data) and is_results_entry(data[0])
+
+
+def detects_actions(data: Any) -> bool:
+    """An action list (``{"name", "kwargs"}``), alone or under ``actions``."""
+    if isinstance(data, Mapping):
+        return isinstance(data.get("actions"), list)
+    if not (isinstance(data, list) and data and isinstance(data[0], Mapping)):
+        return False
+    return "name" in data[0] and ("kwargs" in data[0] or "arguments" in data[0])
+
+
+def _render_actions(data: Any, select: Mapping[str, str] | None) -> str:
+    if is_task(data):
+        raise ContractEvalError(REFERENCE_SOLUTION, rule="tau-bench")
+    return render_tau_bench(data["actions"] if isinstance(data, Mapping) else data)
+
+
+RESULTS = Format("tau_bench_results", detects_results, render_tau_results)
+ACTIONS = Format("tau_bench", detects_actions, _render_actions)

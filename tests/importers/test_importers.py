@@ -208,3 +208,11 @@ def test_unrecognised_input_lists_the_formats():
     with pytest.raises(ContractEvalError) as info:
         detect_kind({"colour": "red"})
     assert "OpenTelemetry GenAI spans" in str(info.value) and "τ-bench results" in str(info.value)
+
+
+def test_every_input_kind_is_one_declared_format_tried_in_detection_but_text() -> None:
+    from matching.importers import DETECTION_ORDER, FORMATS, INPUT_KINDS
+
+    assert tuple(FORMATS) == INPUT_KINDS
+    assert sorted(f.name for f in DETECTION_ORDER) == sorted(set(INPUT_KINDS) - {"text"})
+    assert all(FORMATS[f.name] is f for f in DETECTION_ORDER)
