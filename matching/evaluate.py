@@ -30,6 +30,7 @@ from .confidence import failure_probability, p_violation, trace_features
 from .corrections import Corrections, correct
 from .failures import (
     Failure,
+    call_failures,
     extra_action_failures,
     invariant_failures,
     invariant_scores,
@@ -191,6 +192,7 @@ def evaluate_detailed(
     scores, unjudged, reasons = invariant_scores(expected, observed)
     failures = [*branch_failures, *omitted, *ordered, *extra_action_failures(m)]
     failures += [*invariant_failures(expected, scores, observed), *output_failures(s)]
+    failures += call_failures(expected, observed)
     reasons.update({n: r.reason or "" for n, r in s.outputs.items() if r.passed is None})
     confidence = _confidence(expected, m, failures, scores, semantic) if m.likelihoods else None
     return Evaluation(

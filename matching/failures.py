@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import checks, tool_checks, trace
+from . import checks, tool_args, tool_checks, trace
 from .conditioning import Expected
 from .match import Alignment
 from .model import Observed
@@ -324,3 +324,40 @@ def output_failures(s: Satisfaction) -> list[Failure]:
         for n, r in s.outputs.items()
         if r.passed is False
     ]
+
+
+def call_failures(expected: Expected, observed: Observed) -> list[Failure]:
+    """An ``output_contract`` failure at every active tool-bound node with argument
+    constraints (``meta.tool_args``, :mod:`matching.tool_args`) that a call of its tool
+    breaks; the detail names the first such call, its line and what is wrong.
+
+    Parameters
+    ----------
+    expected : Expected
+        G_E(q): its active nodes and the query whose text holds the user's facts.
+    observed : Observed
+        The execution: its tool calls and ``[user]`` events.
+
+    Returns
+    -------
+    list of dict
+        In G_E's node order; empty when no active node constrains arguments.
+    """
+    ids = expected.contract.by_id
+    constrained = [n for n in expected.nodes if "tool_args" in ids[n].meta]
+    if not constrained:
+        return []
+    calls = tool_checks.tool_calls(observed.kind, observed.text)
+    facts = tool_args.user_facts(expected.query.text, observed.kind, observed.text)
+    failures: list[Failure] = []
+    for n in constrained:
+        bad = tool_args.broken(ids[n].meta, calls, facts)
+        if bad is None:
+            continue
+        c, why = bad
+        detail = (
+            f"{ids[n].type} {n!r} ({ids[n].label}): the agent calls"
+            f" {c.name}({c.arguments}) (line {c.line}): {why}"
+        )
+        failures.append({"family": "output_contract", "location": n, "detail": detail})
+    return failures

@@ -15,7 +15,7 @@ import jsonschema
 import networkx as nx
 import regex
 
-from . import checks
+from . import checks, tool_args
 from .conditioning import condition
 from .errors import ContractEvalError
 from .model import ORDER_KINDS, Contract, Edge, Invariant, Node, Span
@@ -228,6 +228,9 @@ def _machine_check_errors(c: Contract, errors: list[Finding]) -> None:
     """Output checks and invariant checks must compile; a violation example must match."""
     for i, n in enumerate(c.nodes):
         _check_output_meta(n.meta, f"$.nodes[{i}].meta", n.id, n.type, errors)
+        for where, msg in tool_args.audit(n.meta):
+            errors.append(Finding("bad-tool-args", msg, f"$.nodes[{i}].meta.{where}", n.id))
+        errors.extend(_condition_errors(c, i, n))
     for i, inv in enumerate(c.invariants):
         for key, rx in (inv.check or {}).items():
             if key.endswith("_regex"):
@@ -245,6 +248,23 @@ def _machine_check_errors(c: Contract, errors: list[Finding]) -> None:
                     )
             except (re.error, regex.error, checks.CheckTimeout):
                 pass  # reported as a bad regex above, or warned about below
+
+
+def _condition_errors(c: Contract, i: int, n: Node) -> list[Finding]:
+    """``meta.applies_if_action`` names other nodes of the contract."""
+    if "applies_if_action" not in n.meta:
+        return []
+    raw = n.meta["applies_if_action"]
+    path = f"$.nodes[{i}].meta.applies_if_action"
+    out = []
+    for t in [raw] if isinstance(raw, str) else raw:
+        if t == n.id:
+            msg = f"node {n.id!r} cannot be conditional on its own action"
+            out.append(Finding("bad-applies-if", msg, path, n.id))
+        elif t not in c.by_id:
+            msg = f"applies_if_action names {t!r}, which is not a node of the contract"
+            out.append(Finding("unknown-id", msg, path, n.id))
+    return out
 
 
 def _hierarchy_warnings(c: Contract, warnings: list[Finding]) -> None:

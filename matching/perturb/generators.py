@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .. import checks, tool_checks
+from .. import checks, tool_args, tool_checks
 from ..conditioning import Expected
 from ..evaluate import evaluate_detailed
 from ..model import Case, Contract, Observed
@@ -342,6 +342,47 @@ def _output(ctx: Ctx) -> Iterator[Candidate]:
                 return None if doc.output is None else doc.observed()
 
             yield n, make
+    yield from _call_candidates(ctx)
+
+
+def _call_candidates(ctx: Ctx) -> Iterator[Candidate]:
+    """A call of a tool-bound node with ``meta.tool_args``, one argument made wrong: each
+    constrained argument of the node's first call, in declaration order."""
+    c, e = ctx.contract, ctx.expected
+    obs = ctx.clean.observed
+    calls = tool_checks.tool_calls(obs.kind, obs.text)
+    facts = tool_args.user_facts(e.query.text, obs.kind, obs.text)
+    for n in e.nodes:
+        meta = c.by_id[n].meta
+        tools = set(tool_args.bound_tools(meta))
+        call = next((x for x in calls if x.name in tools), None)
+        if call is None or not isinstance(meta.get("tool_args"), Mapping):
+            continue
+        for key, rule in meta["tool_args"].items():
+            if rule == tool_args.IGNORED:
+                continue
+
+            def make(call: Any = call, key: str = key, rule: Any = rule) -> Observed | None:
+                value = tool_args.wrong_value(rule, facts)
+                new = None if value is None else tool_args.with_value(call.arguments, key, value)
+                return None if new is None else _rewrite_call(ctx.doc(), call, new)
+
+            yield n, make
+
+
+def _rewrite_call(doc: Doc, call: Any, arguments: str) -> Observed | None:
+    """``doc`` with the arguments of ``call`` (on its line) replaced."""
+    ev = next(
+        (x for x in events(doc.text) if doc.text.count("\n", 0, x.start) + 1 == call.line), None
+    )
+    if ev is None:
+        return None
+    old = f"{call.name}({call.arguments})"
+    at = doc.text.find(old, ev.start)
+    if at < 0 or at >= ev.end:
+        return None  # a call written over several lines is left alone
+    doc.replace(at, at + len(old), f"{call.name}({arguments})")
+    return doc.observed()
 
 
 def _corrupt(output: str | None, meta: dict[str, Any], how: str, rng: random.Random) -> str | None:
