@@ -57,10 +57,13 @@ class Evaluation:
 
     ``status`` of an expected node: ``direct``, ``derived``, ``covered``, ``passed``/
     ``failed``/``unjudged`` (checked outputs), ``omitted`` (reported), ``folded`` (inside
-    a wrong branch), or ``unsatisfied`` (its omission is reported on a descendant).
+    a wrong branch), ``unsatisfied`` (its omission is reported on a descendant), or
+    ``not_applicable`` (conditional on an action that did not happen).
     ``observed_status``: ``paired``, ``output``, ``repeat``, ``wrong_branch``, ``extra``.
     ``unjudged_reasons``: invariant or checked-output id -> why its check could not be
     judged (its regex ran out of time).
+    ``not_applicable``: the nodes conditional on an action that did not happen
+    (``meta.applies_if_action``), in G_E's node order; their status is ``not_applicable``.
     """
 
     expected: Expected
@@ -74,6 +77,7 @@ class Evaluation:
     ordering_edges: list[tuple[str, str]] = field(default_factory=list)
     observed_status: dict[str, str] = field(default_factory=dict)
     unjudged_reasons: dict[str, str] = field(default_factory=dict)
+    not_applicable: list[str] = field(default_factory=list)
     # semantic mode: P(violation) and the verdict it reads as (clean, needs_review or
     # violation); each failure then also carries its ``probability``
     confidence: dict[str, Any] | None = None
@@ -111,6 +115,8 @@ class Evaluation:
         }
         if self.confidence is not None:
             out["confidence"] = dict(self.confidence)
+        if self.not_applicable:  # only for conditional obligations: reports stay as they were
+            out["not_applicable"] = list(self.not_applicable)
         if self.unjudged_reasons:  # only when a check timed out: reports stay as they were
             out["unjudged_checks"] = [
                 {"id": i, "reason": r} for i, r in self.unjudged_reasons.items()
@@ -208,6 +214,7 @@ def evaluate_detailed(
         observed_status=observed_status(m),
         unjudged_reasons=reasons,
         confidence=confidence,
+        not_applicable=[n for n in expected.nodes if n in s.not_applicable],
     )
 
 
@@ -251,7 +258,9 @@ def metrics(
     """§4: the six metrics, each ``None`` when its denominator is empty.
 
     An unjudged checked output (its check ran out of time) is left out of
-    ``output_validity``, as unjudged invariants are left out of ``invariant_score``.
+    ``output_validity``, as unjudged invariants are left out of ``invariant_score``;
+    not-applicable nodes (conditional on an action that did not happen) are left out of
+    every denominator.
 
     Parameters
     ----------
@@ -273,12 +282,16 @@ def metrics(
     """
     ids = expected.contract.by_id
     sat = s.sat
-    required = {n for n in expected.required if not ids[n].checked_output}
+    na = s.not_applicable
+    required = {n for n in expected.required if not ids[n].checked_output and n not in na}
     decisions_ok = [
         d not in m.wrong_branch and any(x in s.direct for x in expected.subtree(chosen))
         for d, chosen in expected.decisions.items()
+        if d not in na
     ]
-    judged = [r.passed is True for r in s.outputs.values() if r.passed is not None]
+    judged = [
+        r.passed is True for n, r in s.outputs.items() if r.passed is not None and n not in na
+    ]
     return {
         "required_recall": _ratio(len(required & sat), len(required)),
         "observed_precision": _ratio(len(m.paired_observed), len(m.kept)),
@@ -308,7 +321,10 @@ def node_status(
     """
     out: dict[str, str] = {}
     for n in expected.nodes:
-        out[n] = s.how(n) or unsatisfied.get(n, "unsatisfied")
+        if n in s.not_applicable:
+            out[n] = "not_applicable"
+        else:
+            out[n] = s.how(n) or unsatisfied.get(n, "unsatisfied")
     return out
 
 

@@ -55,7 +55,10 @@ def wrong_branch_failures(
         missing = [
             x
             for x in [d, *expected.subtree(chosen)]
-            if x in expected.required and x not in sat and not ids[x].checked_output
+            if x in expected.required
+            and x not in sat
+            and not ids[x].checked_output
+            and x not in s.not_applicable
         ]
         folded.update(dict.fromkeys(missing, d))
         wrong = ", ".join(f"{o} ({m.wrong_branch_of[o]})" for o in m.wrong_branch[d])
@@ -89,11 +92,12 @@ def omission_failures(
         In the order of G_E's required set.
     status : dict
         Each unsatisfied required node -> ``omitted``, ``folded`` or ``unsatisfied``
-        (its omission is reported on a descendant).
+        (its omission is reported on a descendant); a not-applicable node is none of them.
     """
     ids = expected.contract.by_id
     sat = s.sat
-    required = [n for n in expected.required if not ids[n].checked_output]
+    na = s.not_applicable
+    required = [n for n in expected.required if not ids[n].checked_output and n not in na]
     req_set = set(required)
     unsat = {n for n in required if n not in sat}
     failures: list[Failure] = []
@@ -152,7 +156,8 @@ def ordering_failures(
     Returns
     -------
     failures : list of dict
-        In edge declaration order.
+        In edge declaration order; an edge with a not-applicable end is neither
+        checked nor counted.
     edges : list of (str, str)
         The violated edges.
     conformance : (int, int)
@@ -165,8 +170,10 @@ def ordering_failures(
     for edge in expected.edges:
         if edge.kind not in _ORDERED:
             continue
-        total += 1
         u, v = edge.source, edge.target
+        if u in s.not_applicable or v in s.not_applicable:
+            continue  # an order that was never put to the test
+        total += 1
         if u not in sat or v not in sat:
             continue
         bad = _ordering_problem(expected, s, edge.kind, u, v)
@@ -322,7 +329,7 @@ def output_failures(s: Satisfaction) -> list[Failure]:
     return [
         {"family": "output_contract", "location": n, "detail": r.reason or ""}
         for n, r in s.outputs.items()
-        if r.passed is False
+        if r.passed is False and n not in s.not_applicable
     ]
 
 

@@ -13,6 +13,8 @@ Node states (``STATES``):
 - ``passed`` / ``failed``: a checked output and its check;
 - ``omitted``: a reported omission; ``unsatisfied``: not satisfied, its omission is
   reported on a descendant (or it is not required);
+- ``not_applicable``: conditional on an action that did not happen
+  (``meta.applies_if_action``), so neither met nor missed;
 - ``wrong_branch``: folded into a wrong-branch failure, or the decision that has one;
 - ``inactive_branch``: an unchosen outcome of an active decision, or below one;
 - ``pruned``: any other declared node outside the expected graph.
@@ -64,6 +66,7 @@ STATES: dict[str, str] = {
     "passed": "Checked output that passes its check",
     "omitted": "Required but not evidenced (omission)",
     "unsatisfied": "Not satisfied (reported on a descendant, or optional)",
+    "not_applicable": "Conditional on an action that did not happen: neither met nor missed",
     "wrong_branch": "Decision that took the wrong branch, or a step lost to it",
     "failed": "Checked output that fails its check",
     "inactive_branch": "Outcome the query did not choose",

@@ -19,7 +19,9 @@ its check. Each satisfied node has a position: an interval of steps.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from .checks import OutputCheck, check_output
 from .conditioning import Expected
@@ -45,6 +47,9 @@ class Satisfaction:
     pos : dict
         Node id -> ``(start, end)`` step interval, for every satisfied node and every
         checked output.
+    not_applicable : set of str
+        The nodes conditional on an action that did not happen (``meta.applies_if_action``,
+        see :func:`triggers`) and their active descendants: neither met nor missed.
     """
 
     direct: set[str] = field(default_factory=set)
@@ -52,6 +57,7 @@ class Satisfaction:
     covered: set[str] = field(default_factory=set)
     outputs: dict[str, OutputCheck] = field(default_factory=dict)
     pos: dict[str, Pos] = field(default_factory=dict)
+    not_applicable: set[str] = field(default_factory=set)
 
     @property
     def sat(self) -> set[str]:
@@ -106,7 +112,38 @@ def satisfaction(expected: Expected, m: Alignment, observed: Observed) -> Satisf
         if ids[n].checked_output:
             s.outputs[n] = check_output(n, ids[n].meta, observed.output)
             s.pos[n] = (last + 1, last + 1)
+    s.not_applicable = _not_applicable(expected, s)
+    if s.not_applicable:  # a parent no longer waits for its not-applicable children
+        _derive(expected, s)
+        _cover(expected, s)
     return s
+
+
+def triggers(meta: Mapping[str, Any]) -> tuple[str, ...]:
+    """The node ids of ``meta.applies_if_action``: the obligation applies only when one
+    of these actions happened (is satisfied).
+
+    >>> triggers({"applies_if_action": "issue_refund"}), triggers({})
+    (('issue_refund',), ())
+    """
+    raw = meta.get("applies_if_action")
+    if isinstance(raw, str):
+        return (raw,)
+    return tuple(x for x in raw if isinstance(x, str)) if isinstance(raw, list) else ()
+
+
+def _not_applicable(expected: Expected, s: Satisfaction) -> set[str]:
+    """Active nodes whose trigger actions all went unsatisfied, with their subtrees."""
+    ids = expected.contract.by_id
+    conditional = [n for n in expected.nodes if triggers(ids[n].meta)]
+    if not conditional:
+        return set()
+    sat = s.sat
+    out: set[str] = set()
+    for n in conditional:
+        if not any(t in sat for t in triggers(ids[n].meta)):
+            out.update(x for x in expected.subtree(n) if x in expected.active)
+    return out
 
 
 def _hull(pos: dict[str, Pos], nodes: list[str]) -> Pos:
@@ -132,7 +169,7 @@ def _derive(expected: Expected, s: Satisfaction) -> None:
         if node.combine == "any":
             basis = done
         else:
-            basis = [k for k in children if ids[k].required]
+            basis = [k for k in children if ids[k].required and k not in s.not_applicable]
             if any(k not in s.direct and k not in s.derived for k in basis):
                 basis = []
         if basis:
