@@ -12,8 +12,9 @@ run's query made applicable:
   branch, a failing output check, or not evidenced while a descendant's omission is
   reported).
 
-Every other node (an unchosen branch, pruned for the query, or optional and not done)
-is absent: not applicable on this run. No engine import: the web app's models read this
+Every other node (an unchosen branch, pruned for the query, optional and not done, or
+conditional on an action that did not happen: state ``not_applicable``) is absent: not
+applicable on this run. No engine import: the web app's models read this
 at start-up.
 
 >>> payload = {"nodes": [
@@ -21,7 +22,8 @@ at start-up.
 ...     {"id": "b", "state": "derived", "active": True, "in_required_set": True},
 ...     {"id": "c", "state": "omitted", "active": True, "in_required_set": True},
 ...     {"id": "d", "state": "inactive_branch", "active": False, "in_required_set": False},
-...     {"id": "e", "state": "unsatisfied", "active": True, "in_required_set": False}],
+...     {"id": "e", "state": "unsatisfied", "active": True, "in_required_set": False},
+...     {"id": "f", "state": "not_applicable", "active": True, "in_required_set": True}],
 ...   "edges": [{"source": "a", "target": "b", "ordering_violation": True}]}
 >>> obligation_outcomes(payload)
 {'a': 'm', 'b': 'o', 'c': 'x'}
@@ -33,6 +35,8 @@ from collections.abc import Mapping
 from typing import Any
 
 MET, OUT_OF_ORDER, MISSED = "m", "o", "x"
+# The overlay state of an obligation conditional on an action that did not happen.
+NOT_APPLICABLE = "not_applicable"
 #: The outcomes analytics count, by letter; ``n_a`` is every run without a letter.
 OUTCOMES = {MET: "met", MISSED: "missed", OUT_OF_ORDER: "out_of_order"}
 
@@ -52,6 +56,8 @@ def obligation_outcomes(payload: Mapping[str, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     for node in payload.get("nodes") or []:
         state, nid = node.get("state"), str(node.get("id"))
+        if state == NOT_APPLICABLE:
+            continue
         if state in _SATISFIED:
             out[nid] = OUT_OF_ORDER if nid in late else MET
         elif state in _MISSED or (node.get("active") and node.get("in_required_set")):

@@ -16,6 +16,7 @@ from matching.errors import ContractEvalError
 from matching.evaluate import Evaluation, evaluate_detailed
 from matching.formats import read_observed
 from matching.model import Contract, observed_from_data
+from matching.outcomes import obligation_outcomes
 from matching.overlay import overlay_payload
 from matching.validate import load_contract
 
@@ -158,3 +159,12 @@ def test_a_report_without_conditional_obligations_is_as_before():
     c = load_contract(DATA / "refund-mini.json")
     ev = _evaluate(c, read_observed(DATA / "refund-mini-observed-q1.json"))
     assert "not_applicable" not in ev.report() and ev.not_applicable == []
+
+
+def test_analytics_count_a_not_applicable_obligation_neither_met_nor_missed(tmp_path):
+    obs = _observed(drop=("approve_refund",))
+    outcomes = obligation_outcomes(overlay_payload(_evaluate(_contract(tmp_path), obs), obs))
+    assert "ask_consent" not in outcomes and outcomes["approve_refund"] == "x"
+    acted = _observed()
+    outcomes = obligation_outcomes(overlay_payload(_evaluate(_contract(tmp_path), acted), acted))
+    assert outcomes["ask_consent"] == "x"
