@@ -351,14 +351,9 @@ def call_failures(expected: Expected, observed: Observed) -> list[Failure]:
         In G_E's node order; empty when no active node constrains arguments.
     """
     ids = expected.contract.by_id
-    constrained = [n for n in expected.nodes if "tool_args" in ids[n].meta]
-    if not constrained:
-        return []
-    calls = tool_checks.tool_calls(observed.kind, observed.text)
-    facts = tool_args.user_facts(expected.query.text, observed.kind, observed.text)
     failures: list[Failure] = []
-    for n in constrained:
-        bad = tool_args.broken(ids[n].meta, calls, facts)
+    for n in expected.nodes:
+        bad = offending_call(expected, observed, n)
         if bad is None:
             continue
         c, why = bad
@@ -368,3 +363,16 @@ def call_failures(expected: Expected, observed: Observed) -> list[Failure]:
         )
         failures.append({"family": "output_contract", "location": n, "detail": detail})
     return failures
+
+
+def offending_call(
+    expected: Expected, observed: Observed, node: str
+) -> tuple[tool_checks.Call, str] | None:
+    """The first call that breaks the argument constraints of active ``node``, and why
+    (None: none does, or the node constrains no argument)."""
+    meta = expected.contract.by_id[node].meta
+    if "tool_args" not in meta or node not in expected.active:
+        return None
+    calls = tool_checks.tool_calls(observed.kind, observed.text)
+    facts = tool_args.user_facts(expected.query.text, observed.kind, observed.text)
+    return tool_args.broken(meta, calls, facts)

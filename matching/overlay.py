@@ -43,6 +43,7 @@ from __future__ import annotations
 from typing import Any
 
 from .evaluate import Evaluation
+from .failures import offending_call
 from .formats import Observed, Span
 
 __all__ = [
@@ -165,7 +166,7 @@ def overlay_payload(evaluation: Evaluation, observed: Observed) -> dict[str, Any
         "invariants": _invariants(ev),
         "observed": observed_items,
         "dropped": [{"id": i, "reason": r} for i, r in m.dropped],
-        "failures": [_targets(f, ev) for f in ev.failures],
+        "failures": [_targets(f, ev, observed) for f in ev.failures],
         "metrics": dict(ev.metrics),
         "unjudged_invariants": list(ev.unjudged),
         "counts": counts,
@@ -326,26 +327,43 @@ def _observed(ev: Evaluation, targets: dict[str, Target]) -> list[dict[str, Any]
     return out
 
 
-def _targets(failure: dict[str, str], ev: Evaluation) -> dict[str, Any]:
-    """``failure`` with ``nodes``, ``edges``, ``observed`` and ``invariants`` it points at."""
+def _call_steps(ev: Evaluation, observed: Observed, node: str) -> list[str]:
+    """The observed steps citing the line of the call that breaks ``node``'s argument
+    constraints (none for a checked output or a node without them)."""
+    bad = offending_call(ev.expected, observed, node)
+    if bad is None:
+        return []
+    lines = observed.text.split("\n")
+    start = sum(len(x) + 1 for x in lines[: bad[0].line - 1])
+    end = start + len(lines[bad[0].line - 1])
+    return [
+        o.id for o in ev.alignment.kept if any(s.start < end and s.end > start for s in o.evidence)
+    ]
+
+
+def _targets(failure: dict[str, str], ev: Evaluation, observed: Observed) -> dict[str, Any]:
+    """``failure`` with ``nodes``, ``edges``, ``observed`` and ``invariants`` it points at
+    (a call that breaks argument constraints: the steps citing it)."""
     m = ev.alignment
     e = ev.expected
     family, loc = failure["family"], failure["location"]
     nodes: list[str] = []
     edges: list[str] = []
-    observed: list[str] = []
+    steps: list[str] = []
     invariants: list[str] = []
     if family == "omission" or family == "output_contract":
         nodes.append(loc)
+        if family == "output_contract":
+            steps += _call_steps(ev, observed, loc)
     elif family == "ordering":
         u, _, v = loc.partition("->")
         edges.append(loc)
         nodes += [u, v]
-        observed += [m.pairs[x] for x in (u, v) if x in m.pairs]
+        steps += [m.pairs[x] for x in (u, v) if x in m.pairs]
     elif family == "wrong_branch":
         nodes.append(loc)
         wrong = m.wrong_branch.get(loc, [])
-        observed += wrong
+        steps += wrong
         for o in wrong:
             x = m.wrong_branch_of.get(o)
             if x is not None and x not in nodes:
@@ -353,7 +371,7 @@ def _targets(failure: dict[str, str], ev: Evaluation) -> dict[str, Any]:
         inside = {loc, *e.subtree(e.decisions.get(loc, loc))}
         nodes += [n for n in e.nodes if ev.status.get(n) == "folded" and n in inside and n != loc]
     elif family == "extra_action":
-        observed.append(loc)
+        steps.append(loc)
         nodes += [m.offered[loc]] if loc in m.offered else []
     elif family == "invariant_violation":
         invariants.append(loc)
@@ -363,6 +381,6 @@ def _targets(failure: dict[str, str], ev: Evaluation) -> dict[str, Any]:
         "detail": failure["detail"],
         "nodes": nodes,
         "edges": edges,
-        "observed": observed,
+        "observed": steps,
         "invariants": invariants,
     }

@@ -17,6 +17,7 @@ from matching.errors import ContractEvalError
 from matching.evaluate import evaluate, evaluate_detailed
 from matching.formats import Case, Observed, read_observed
 from matching.model import Contract, observed_from_data
+from matching.overlay import overlay_payload
 from matching.perturb import perturb_case
 from matching.validate import load_contract
 
@@ -161,3 +162,11 @@ def test_a_contract_without_argument_constraints_reports_as_before(tmp_path):
     plain = evaluate(load_contract(path), "q1", obs, mode="oracle")
     assert plain == evaluate(load_contract(DATA / "refund-mini.json"), "q1", obs, mode="oracle")
     assert plain["verdict"] == "clean"
+
+
+def test_the_overlay_points_an_argument_failure_at_the_step_citing_the_offending_call(tmp_path):
+    c = _contract(tmp_path, ARGS)
+    obs = _with_call(CALL.replace("original_payment", "gift_card"))
+    p = overlay_payload(evaluate_detailed(condition(c, "q1"), obs, mode="oracle"), obs)
+    [f] = p["failures"]
+    assert f["nodes"] == ["approve_refund"] and f["observed"] == ["o4"]
