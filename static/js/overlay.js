@@ -513,6 +513,7 @@
       { selector: "node.optional.leaf", style: { "border-style": "dashed" } },
       { selector: "node.faint", style: { opacity: 0.55, "border-style": "dashed" } },
       { selector: "node.st-pruned", style: { opacity: 0.4 } },
+      { selector: "node.st-not_applicable", style: { "border-style": "dotted" } },
       { selector: "node.collapsed", style: { "border-style": "dashed", "font-style": "italic" } },
       {
         selector: "edge",
