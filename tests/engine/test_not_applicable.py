@@ -18,6 +18,7 @@ from matching.formats import read_observed
 from matching.model import Contract, observed_from_data
 from matching.outcomes import obligation_outcomes
 from matching.overlay import overlay_payload
+from matching.schema_check import schema_errors
 from matching.validate import load_contract
 
 from .helpers import DATA
@@ -91,6 +92,7 @@ def test_a_confirmation_is_not_applicable_when_the_agent_never_acts(tmp_path):
     assert ev.status["ask_consent"] == "not_applicable"
     report = ev.report()
     assert report["not_applicable"] == ["ask_consent"]
+    assert schema_errors(report, "report") == []
     # six required obligations, five met; the not-applicable one counts neither way
     assert report["metrics"]["required_recall"] == round(5 / 6, 6)
 
