@@ -4,6 +4,7 @@ the page's numbers, access for members only, and escaping."""
 
 from __future__ import annotations
 
+import copy
 import csv
 import io
 import json
@@ -324,3 +325,33 @@ def test_the_schema_documents_both_analytics_endpoints_and_their_parameters(clie
         "/api/contracts/{id}/analytics/"
     ]
     assert {"a", "b", "by", "since"} <= params["/api/contracts/{id}/analytics/compare/"]
+
+
+def test_an_obligation_conditional_on_an_action_never_taken_counts_as_not_applicable(
+    client, project, users, refund_doc, observed_doc
+):
+    # "confirm the outcome" applies only once a refund is approved: 3 runs approve, 2 do not
+    doc = copy.deepcopy(refund_doc)
+    confirm = next(n for n in doc["nodes"] if n["id"] == "confirm_outcome")
+    confirm["meta"] = {"applies_if_action": "approve_refund"}
+    imported = services.contract_import(project=project, user=users["admin"], source=doc)
+    audited = services.contract_mark_audited(contract=imported, user=users["reviewer"])
+    created = []
+    with runs_in_process():
+        for ref, drop in enumerate([(), (), (), ("o4",), ("o4",)]):
+            run, _ = services.run_create(
+                contract=audited,
+                user=users["annotator"],
+                query_key="q1",
+                kind="observed",
+                data=observed_variant(observed_doc, ref=ref, drop=drop),
+                mode="oracle",
+            )
+            created.append(run.pk)
+    for run_id in created:
+        services.run_execute(run_id=run_id)
+    client.force_login(users["annotator"])
+    rows = _rows(client.get(f"/api/contracts/{audited.pk}/analytics/"))
+    confirm_row, approve = rows["confirm_outcome"], rows["approve_refund"]
+    assert (confirm_row["met"], confirm_row["missed"], confirm_row["n_a"]) == (3, 0, 2)
+    assert (approve["met"], approve["missed"]) == (3, 2)
