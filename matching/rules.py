@@ -304,6 +304,11 @@ def _check_regexes(c: Contract) -> list[tuple[str, str, str]]:
     for i, n in enumerate(c.nodes):
         if isinstance(n.meta.get("regex"), str):
             out.append((n.meta["regex"], f"$.nodes[{i}].meta.regex", n.id))
+        args = n.meta.get("tool_args")
+        for key, rule in args.items() if isinstance(args, Mapping) else ():
+            if isinstance(rule, Mapping) and isinstance(rule.get("matches"), str):
+                path = f"$.nodes[{i}].meta.tool_args.{key}.matches"
+                out.append((rule["matches"], path, n.id))
     for i, inv in enumerate(c.invariants):
         for key, rx in (inv.check or {}).items():
             if key.endswith("_regex") and isinstance(rx, str):

@@ -8,8 +8,9 @@ calls with ``meta.tool_args``, an object from argument name to one constraint:
   query's text or in a ``[user]`` event of the trace (an order number, a reservation id),
   so the agent did not make it up;
 - ``{"one_of": [VALUE, ...]}``: the argument is one of these values;
-- ``{"matches": "REGEX"}``: the value ``re.fullmatch``-es the regex (time-limited as
-  every check, :mod:`matching.checks`);
+- ``{"matches": "REGEX"}``: the regex is found in the value (``re.search``, as invariant
+  checks search; anchor it with ``^``/``$``), time-limited as every check
+  (:mod:`matching.checks`);
 - ``"ignored"``: any value, or none (said for the reader: the argument is not checked).
 
 A constrained argument (not ``ignored``) must be present. Every call of a bound tool
@@ -121,7 +122,7 @@ def problem(constraints: Mapping[str, Any], args: Mapping[str, str], facts: str)
             return f"argument {key}={value!r} is not something the user said"
         if kind == "matches":
             try:
-                ok = checks.fullmatch(want, value)
+                ok = checks.search(want, value)
             except checks.CheckTimeout:
                 ok = True
             if not ok:

@@ -19,7 +19,7 @@ from matching.formats import Case, Observed, read_observed
 from matching.model import Contract, observed_from_data
 from matching.overlay import overlay_payload
 from matching.perturb import perturb_case
-from matching.validate import load_contract
+from matching.validate import audit_contract, load_contract
 
 from .helpers import DATA
 
@@ -60,7 +60,7 @@ def _failures(c: Contract, obs: Observed) -> list[dict]:
 ARGS = {
     "order_id": {"in_query": True},
     "to": {"one_of": ["original_payment", "store_credit"]},
-    "amount": {"matches": r"\d+\.\d\d"},
+    "amount": {"matches": r"^\d+\.\d\d$"},
     "note": "ignored",
 }
 
@@ -136,7 +136,7 @@ def test_malformed_argument_constraints_are_refused_naming_what_is_wrong(
     [
         {"in_query": True},
         {"one_of": ["original_payment"]},
-        {"matches": r"original_\w+"},
+        {"matches": r"^original_"},
         {"equals": "original_payment"},
     ],
 )
@@ -170,3 +170,13 @@ def test_the_overlay_points_an_argument_failure_at_the_step_citing_the_offending
     p = overlay_payload(evaluate_detailed(condition(c, "q1"), obs, mode="oracle"), obs)
     [f] = p["failures"]
     assert f["nodes"] == ["approve_refund"] and f["observed"] == ["o4"]
+
+
+def test_a_matches_regex_that_can_backtrack_for_ever_is_warned_about(tmp_path):
+    doc = copy.deepcopy(BASE)
+    node = next(n for n in doc["nodes"] if n["id"] == "approve_refund")
+    node["meta"] = {"tool": "issue_refund", "tool_args": {"to": {"matches": "^(a+)+$"}}}
+    audit = audit_contract(doc)
+    assert [w.path for w in audit.warnings if w.rule == "nested-quantifier"] == [
+        "$.nodes[5].meta.tool_args.to.matches"
+    ]
