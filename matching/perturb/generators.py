@@ -349,6 +349,8 @@ def _call_candidates(ctx: Ctx) -> Iterator[Candidate]:
     """A call of a tool-bound node with ``meta.tool_args``, one argument made wrong: each
     constrained argument of the node's first call, in declaration order."""
     c, e = ctx.contract, ctx.expected
+    if not any("tool_args" in c.by_id[n].meta for n in e.nodes):
+        return
     obs = ctx.clean.observed
     calls = tool_checks.tool_calls(obs.kind, obs.text)
     facts = tool_args.user_facts(e.query.text, obs.kind, obs.text)
