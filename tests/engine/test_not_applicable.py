@@ -170,3 +170,10 @@ def test_analytics_count_a_not_applicable_obligation_neither_met_nor_missed(tmp_
     acted = _observed()
     outcomes = obligation_outcomes(overlay_payload(_evaluate(_contract(tmp_path), acted), acted))
     assert outcomes["ask_consent"] == "x"
+
+
+def test_token_mode_reads_the_condition_as_oracle_mode_does(tmp_path):
+    obs = _observed(drop=("approve_refund",))
+    ev = evaluate_detailed(condition(_contract(tmp_path), "q1"), obs, mode="token")
+    assert ev.status["ask_consent"] == "not_applicable" and ev.not_applicable == ["ask_consent"]
+    assert ("omission", "ask_consent") not in _found(ev)

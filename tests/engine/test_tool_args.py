@@ -180,3 +180,15 @@ def test_a_matches_regex_that_can_backtrack_for_ever_is_warned_about(tmp_path):
     assert [w.path for w in audit.warnings if w.rule == "nested-quantifier"] == [
         "$.nodes[5].meta.tool_args.to.matches"
     ]
+
+
+def test_token_mode_checks_the_arguments_of_the_calls_it_pairs_by_tool_binding(tmp_path):
+    c = _contract(tmp_path, ARGS)
+    obs = _with_call(CALL.replace("original_payment", "gift_card"))
+    ev = evaluate_detailed(condition(c, "q1"), obs, mode="token")
+    assert ("output_contract", "approve_refund") in [
+        (f["family"], f["location"]) for f in ev.failures
+    ]
+    assert (
+        ev.alignment.pairs["approve_refund"] == "o4"
+    )  # still matched: a wrong argument is no omission
