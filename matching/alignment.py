@@ -112,8 +112,6 @@ def semantic_align(
     nodes = [by_id[e] for e in rows] + [by_id[i] for i in inactive]
     p = model.predict(pairs_of(nodes, st, expected, n_active=len(rows)))
     p_act, p_in = p[: len(rows)], p[len(rows) :]
-    other = [n.id for n in expected.contract.nodes if _off_query(n, expected)]
-    p_other = _p_other(model, [by_id[e] for e in rows], [by_id[e] for e in other], st, expected)
     idx = {e: i for i, e in enumerate(expected.nodes)}
     before = precedence(expected)[np.ix_([idx[e] for e in rows], [idx[e] for e in rows])]
     stepno = [o.step for o in kept]
@@ -122,6 +120,12 @@ def semantic_align(
     m = Alignment("semantic", kept, [], {}, {})
     _pairs(m, rows, kept, p_act, chosen)
     m.first_step = {rows[r]: int(first[r, c]) for r, c in chosen.items()}
+    other = [n.id for n in expected.contract.nodes if _off_query(n, expected)]
+    offers = [j for j, x in enumerate(st) if x.act in OFFERS and j not in chosen.values()]
+    p_other = np.zeros((len(other), len(st)))
+    if other and offers:  # read only when a step is left to read that way
+        nodes = [by_id[e] for e in rows] + [by_id[e] for e in other]
+        p_other = model.predict(pairs_of(nodes, st, expected, n_active=len(rows)))[len(rows) :]
     scored = Scored(m, p_act, p_in, rows, inactive, st, p_other, other)
     scored.crossed = {
         (rows[a], rows[b]): float(min(p_act[a, chosen[a]], p_act[b, chosen[b]])) for a, b in crossed
@@ -134,22 +138,6 @@ def _off_query(n: Node, expected: Expected) -> bool:
     """A pairable node of an intent the query does not activate (not an inactive branch:
     those are read as wrong branches)."""
     return n.id not in expected.active and n.id not in expected.inactive and pairable(n)
-
-
-def _p_other(
-    model: PairModel,
-    active: list[Node],
-    other: list[Node],
-    st: list[Step],
-    expected: Expected,
-) -> np.ndarray:
-    """P(step enacts node) for the off-query nodes, featurised beside the active ones (a
-    call of its own, so that the active pairs read exactly as without them)."""
-    if not other or not any(x.act in OFFERS for x in st):
-        return np.zeros((len(other), len(st)))
-    return model.predict(pairs_of(active + other, st, expected, n_active=len(active)))[
-        len(active) :
-    ]
 
 
 def first_steps(p: np.ndarray, stepno: Sequence[int], bar: float) -> np.ndarray:
