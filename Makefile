@@ -99,7 +99,7 @@ test-postgres: install
 	DATABASE_URL=$(POSTGRES_URL) $(BIN)/pytest $(PYTEST_ARGS) -m "not any_database" tests/web tests/browser
 
 bench: install
-	$(BIN)/contracteval bench
+	$(BIN)/contracteval bench --doc docs/benchmarks-engine.md
 
 # Cold start: manage.py check beside a bare Django project and one with a DRF viewset.
 bench-cold-start: install

@@ -294,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_suite_commands(sub)
     add_check_command(sub)
     # Listed for --help only: main() hands "bench ..." to matching.bench untouched.
-    sub.add_parser("bench", help="print engine benchmark figures (--quick, --json OUT)")
+    sub.add_parser("bench", help="print engine benchmark figures (--quick, --json OUT, --doc OUT.md)")
     return p
 
 
@@ -386,7 +386,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (CLI.md)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bench"]:
-        # the benchmark has its own options (--quick, --json): hand them over untouched
+        # the benchmark has its own options (--quick, --json, --doc): hand them over untouched
         from . import bench  # type: ignore[attr-defined,unused-ignore]
 
         return int(bench.main(argv[1:]))
