@@ -25,13 +25,15 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from .formats import ObservedNode
 from .trace import strip_tag, tool_call
 
 ACTS = ("call", "ask", "confirm", "refuse", "decide", "inform", "close")
 _SAID = ("ask", "confirm", "refuse", "decide", "inform")
-_ARG = re.compile(
+# ``key=value`` arguments of a rendered call: a quoted string, a list, an object or a bare word
+ARG = re.compile(
     r"""([A-Za-z_]\w*)\s*=\s*("(?:[^"\\]|\\.)*"|'[^']*'|\[[^\]]*\]|\{[^}]*\}|[^,)]+)"""
 )
 _LEAD = re.compile(r"^(.{12,}?)[:;]\s")
@@ -70,18 +72,29 @@ def parse_args(arguments: str) -> dict[str, str]:
     >>> parse_args('{"reservation_id": "ZFA04Y"}')
     {'reservation_id': 'ZFA04Y'}
     """
+    obj = json_object(arguments)
+    if obj is not None:
+        return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in obj.items()}
+    return {m.group(1): _unquote(m.group(2)) for m in ARG.finditer(arguments.strip())}
+
+
+def json_object(arguments: str) -> dict[str, Any] | None:
+    """The arguments as a JSON object, when they are written as one."""
     s = arguments.strip()
-    if s.startswith("{"):
-        try:
-            obj = json.loads(s)
-        except ValueError:
-            obj = None
-        if isinstance(obj, dict):
-            return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in obj.items()}
-    out = {}
-    for m in _ARG.finditer(s):
-        out[m.group(1)] = m.group(2).strip().strip("\"'")
-    return out
+    if not s.startswith("{"):
+        return None
+    try:
+        obj = json.loads(s)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _unquote(raw: str) -> str:
+    raw = raw.strip()
+    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\"'":
+        return raw[1:-1]
+    return raw
 
 
 def humanise_call(name: str, args: dict[str, str]) -> str:

@@ -18,10 +18,10 @@ in the trace is held to the constraints of every active node bound to it that ha
 them; :func:`broken` names the first call that breaks one, with what is wrong.
 
 >>> args = {"order_id": {"in_query": True}, "to": {"one_of": ["card"]}, "ts": "ignored"}
->>> problem(args, parse('order_id="1042", to="card", ts=5'), "Order 1042, please")
->>> problem(args, parse('order_id="977", to="card"'), "Order 1042, please")
+>>> problem(args, parse_args('order_id="1042", to="card", ts=5'), "Order 1042, please")
+>>> problem(args, parse_args('order_id="977", to="card"'), "Order 1042, please")
 "argument order_id='977' is not something the user said"
->>> problem(args, parse('{"order_id": "1042", "to": "cash"}'), "Order 1042")
+>>> problem(args, parse_args('{"order_id": "1042", "to": "cash"}'), "Order 1042")
 "argument to='cash' is not one of ['card']"
 """
 
@@ -35,14 +35,11 @@ from typing import Any
 import regex
 
 from . import checks, trace
+from .observe import ARG, json_object, parse_args
 from .tool_checks import Call
 
 KINDS = ("equals", "in_query", "one_of", "matches")
 IGNORED = "ignored"
-# ``key=value`` arguments of a rendered call: a quoted string, a list, an object or a bare word
-ARG = re.compile(
-    r"""([A-Za-z_]\w*)\s*=\s*("(?:[^"\\]|\\.)*"|'[^']*'|\[[^\]]*\]|\{[^}]*\}|[^,)]+)"""
-)
 
 
 def bound_tools(meta: Mapping[str, Any]) -> tuple[str, ...]:
@@ -53,36 +50,6 @@ def bound_tools(meta: Mapping[str, Any]) -> tuple[str, ...]:
     if isinstance(tool, list):
         return tuple(t for t in tool if isinstance(t, str))
     return ()
-
-
-def parse(arguments: str) -> dict[str, str]:
-    """The arguments of a rendered call, each value as text (JSON ones as JSON).
-
-    >>> parse('order_id="1042", amount=59.00'), parse('{"a": [1, 2], "b": "x"}')
-    ({'order_id': '1042', 'amount': '59.00'}, {'a': '[1, 2]', 'b': 'x'})
-    """
-    obj = _json_object(arguments)
-    if obj is not None:
-        return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in obj.items()}
-    return {m.group(1): _unquote(m.group(2)) for m in ARG.finditer(arguments)}
-
-
-def _json_object(arguments: str) -> dict[str, Any] | None:
-    s = arguments.strip()
-    if not s.startswith("{"):
-        return None
-    try:
-        obj = json.loads(s)
-    except ValueError:
-        return None
-    return obj if isinstance(obj, dict) else None
-
-
-def _unquote(raw: str) -> str:
-    raw = raw.strip()
-    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\"'":
-        return raw[1:-1]
-    return raw
 
 
 def _same(value: str, want: Any) -> bool:
@@ -146,7 +113,7 @@ def broken(meta: Mapping[str, Any], calls: Sequence[Call], facts: str) -> tuple[
     tools = set(bound_tools(meta))
     for c in calls:
         if c.name in tools:
-            why = problem(constraints, parse(c.arguments), facts)
+            why = problem(constraints, parse_args(c.arguments), facts)
             if why is not None:
                 return c, why
     return None
@@ -181,7 +148,7 @@ def with_value(arguments: str, key: str, value: str) -> str | None:
     >>> with_value('{"order_id": "1042"}', "order_id", "977")
     '{"order_id": "977"}'
     """
-    obj = _json_object(arguments)
+    obj = json_object(arguments)
     if obj is not None:
         if key not in obj:
             return None
