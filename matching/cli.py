@@ -294,7 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_suite_commands(sub)
     add_check_command(sub)
     # Listed for --help only: main() hands "bench ..." to matching.bench untouched.
-    sub.add_parser("bench", help="print engine benchmark figures (--quick, --json OUT, --doc OUT.md)")
+    sub.add_parser(
+        "bench", help="print engine benchmark figures (--quick, --json OUT, --doc OUT.md)"
+    )
     return p
 
 
