@@ -83,3 +83,45 @@ class CommentForm(forms.Form):
 
 class ResolveForm(forms.Form):
     resolved = forms.BooleanField(required=False)
+
+
+class BlindEditForm(forms.Form):
+    """An edit of a node in the annotator's blind copy, pre-filled with the copy's values;
+    the service keeps only what differs from the proposal."""
+
+    type = forms.ChoiceField(choices=NodeType.choices)
+    label = forms.CharField(max_length=500)
+    required = forms.ChoiceField(choices=[("yes", "required"), ("no", "optional")])
+    combine = forms.ChoiceField(choices=Combine.choices)
+    expected_version = forms.IntegerField(min_value=1, required=False)
+
+    @staticmethod
+    def initial_for(node: Any) -> dict[str, Any]:
+        return {
+            "type": node.type,
+            "label": node.label,
+            "required": "yes" if node.required else "no",
+            "combine": node.combine,
+        }
+
+    def edited_fields(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        out = {k: data[k] for k in ("type", "label", "combine")}
+        out["required"] = data["required"] == "yes"
+        return out
+
+
+class BlindSpanForm(forms.Form):
+    """A span to add to (``remove``: take from) the evidence of the blind copy."""
+
+    start = forms.IntegerField(min_value=0)
+    end = forms.IntegerField(min_value=1)
+    remove = forms.BooleanField(required=False)
+    expected_version = forms.IntegerField(min_value=1, required=False)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("start") is not None and data.get("end") is not None:
+            if data["start"] >= data["end"]:
+                raise forms.ValidationError("the span ends before it starts")
+        return data

@@ -4,6 +4,7 @@ from .views import (
     adjudication,
     analytics,
     batches,
+    blind,
     contracts,
     inbox,
     ingest,
@@ -136,8 +137,15 @@ urlpatterns = [
     path("comments/<int:pk>/resolve/", team.comment_resolve, name="comment_resolve"),
     path("c/<int:pk>/agreement.<str:fmt>", team.agreement_report, name="agreement_report"),
     path("p/<slug:slug>/agreement.<str:fmt>", team.project_agreement, name="project_agreement"),
-    path("c/<int:pk>/annotate/", adjudication.annotate, name="annotate"),
-    path("c/<int:pk>/annotate/<int:node_pk>/", adjudication.decide, name="decide"),
+    path("c/<int:pk>/annotate/", blind.annotate, name="annotate"),
+    path("c/<int:pk>/annotate/<int:node_pk>/", blind.decide, name="decide"),
+    path("c/<int:pk>/annotate/panel/<int:node_pk>/", blind.blind_panel, name="blind_panel"),
+    path("c/<int:pk>/annotate/<int:node_pk>/edit/", blind.decide_edit, name="decide_edit"),
+    path(
+        "c/<int:pk>/annotate/<int:node_pk>/evidence/",
+        blind.decide_evidence,
+        name="decide_evidence",
+    ),
     path("c/<int:pk>/adjudicate/", adjudication.adjudicate, name="adjudicate"),
     path(
         "c/<int:pk>/adjudicate/start/", adjudication.adjudication_start, name="adjudication_start"

@@ -7,10 +7,13 @@ disagreement list) goes through :func:`audit.permissions.decisions_visible` firs
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from dataclasses import dataclass, replace
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
+from django.http import Http404
 
 from matching.agreement import compare
 
@@ -21,15 +24,17 @@ from ..models import (
     Comment,
     Contract,
     CurationChoice,
+    DecisionAction,
     DoubleAnnotation,
     Membership,
     Node,
     Project,
     ReviewStatus,
+    Span,
     TeamPhase,
 )
 from ..permissions import decisions_visible
-from .contracts import contract_document, project_contracts
+from .contracts import ContractRows, contract_document, project_contracts
 from .teaching import with_taught
 
 
@@ -127,12 +132,74 @@ def own_decisions(contract: Contract, user: Any) -> dict[int, AnnotatorDecision]
     return {d.node_id: d for d in rows}
 
 
+BLIND_STATUS: dict[str, str] = {
+    DecisionAction.CONFIRM: ReviewStatus.CONFIRMED,
+    DecisionAction.REJECT: ReviewStatus.REJECTED,
+    DecisionAction.EDIT: ReviewStatus.EDITED,
+}
+
+
+def blind_rows(rows: ContractRows, mine: dict[int, AnnotatorDecision]) -> ContractRows:
+    """The contract as one annotator's decisions ``mine`` make it, for the workspace's
+    outline, highlights and node panel: each node's status is their decision
+    (*proposed* while undecided), and an edit's fields and evidence replace the
+    node's. The shared rows are not changed (the nodes are copies)."""
+    pk_of = {n.node_id: n.pk for n in rows.nodes}
+    nodes, spans = [], dict(rows.spans)
+    for node in rows.nodes:
+        d = mine.get(node.pk)
+        own = copy.copy(node)
+        own.review_status = BLIND_STATUS[d.action] if d else ReviewStatus.PROPOSED
+        for key, value in (d.fields if d and d.action == DecisionAction.EDIT else {}).items():
+            if key == "evidence":
+                spans[node.pk] = [
+                    Span(node_id=node.pk, start=a, end=b, position=i)
+                    for i, (a, b) in enumerate(value)
+                ]
+            elif key == "parent":
+                own.parent_id = pk_of.get(value) if value else None
+            else:
+                setattr(own, key, value)
+        nodes.append(own)
+    return replace(rows, nodes=nodes, spans=spans)
+
+
+def may_decide(contract: Contract, user: Any) -> bool:
+    """Does the blind annotation of ``contract`` ask ``user`` for decisions now?"""
+    from ..services.common import ServiceError
+    from ..services.team import may_annotate
+
+    try:
+        may_annotate(contract, user)
+    except (ServiceError, PermissionDenied, Http404):
+        return False
+    return True
+
+
+def curates(contract: Contract, user: Any, membership: Membership) -> bool:
+    """Is ``user`` the curator of ``contract`` (assigned to review it, or adjudicating)?"""
+    from ..permissions import CURATE, assigned, has_role
+
+    team = team_of(contract)
+    if not has_role(membership.role, CURATE):
+        return False
+    return assigned(user, contract, AssignmentRole.REVIEWER) or (
+        team is not None and team.curator_id == user.pk
+    )
+
+
 def visible_decisions(
     contract: Contract, user: Any, membership: Membership
 ) -> list[AnnotatorDecision]:
     """Every decision on ``contract`` that ``user`` may read."""
     rows = AnnotatorDecision.objects.filter(contract=contract).select_related("user", "node")
     return [d for d in rows if decisions_visible(user, membership, contract, d.user_id)]
+
+
+def annotator_names(contract: Contract) -> list[str]:
+    """The usernames of whoever has decided on ``contract``, sorted."""
+    rows = AnnotatorDecision.objects.filter(contract=contract).values_list("user__username")
+    return sorted({name for (name,) in rows})
 
 
 def may_see_all(contract: Contract, user: Any, membership: Membership) -> bool:
@@ -163,18 +230,47 @@ class AdjudicationRow:
     node: Node
     disagreement: dict[str, Any] | None  # from the agreement; None: everyone agreed
     choice: CurationChoice | None
+    # "path-changing", "disagreement", "agreed", or before adjudication "undecided" (an
+    # annotator has not decided the node yet) and "not compared" (no two copies yet)
+    state: str = "agreed"
+
+
+def _row_state(disagreement: Any, decided: int, needed: int, compared: bool) -> str:
+    if not compared:
+        return "not compared"
+    if decided < needed:
+        return "undecided"
+    if disagreement:
+        return "path-changing" if disagreement.get("path_changing") else "disagreement"
+    return "agreed"
 
 
 def adjudication_rows(contract: Contract) -> list[AdjudicationRow]:
-    """Every node, disagreements first (path-changing ones at the top)."""
+    """Every node, disagreements first (path-changing ones at the top). Before the
+    adjudication the agreement is the one of the decisions so far, and a node some
+    annotator has not decided is *undecided*, not a disagreement."""
     team = team_of(contract)
-    listed = (team.agreement or {}).get("disagreement_list", []) if team else []
+    agreement = agreement_of(contract)
+    listed = (agreement or {}).get("disagreement_list", [])
     by_node = {d["node"]: d for d in listed}
     order = {d["node"]: i for i, d in enumerate(listed)}
+    decided: dict[int, int] = {
+        int(row["node"]): int(row["n"])
+        for row in AnnotatorDecision.objects.filter(contract=contract)
+        .values("node")
+        .annotate(n=Count("pk"))
+    }
+    needed = team.annotators_needed if team else 2
     choices = {c.node_id: c for c in CurationChoice.objects.filter(contract=contract)}
     nodes = list(contract.nodes.order_by("position", "pk"))
     nodes.sort(key=lambda n: order.get(n.node_id, len(order)))
-    return [AdjudicationRow(n, by_node.get(n.node_id), choices.get(n.pk)) for n in nodes]
+    out = []
+    for n in nodes:
+        found = by_node.get(n.node_id)
+        state = _row_state(found, decided.get(n.pk, 0), needed, agreement is not None)
+        out.append(AdjudicationRow(n, found, choices.get(n.pk), state))
+    out.sort(key=lambda r: r.state == "undecided")
+    return out
 
 
 # ---------------------------------------------------------------------------- comments

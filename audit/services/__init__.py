@@ -88,6 +88,7 @@ if TYPE_CHECKING:
     from .team import (
         assignment_create,
         assignment_delete,
+        decision_edit,
         decision_record,
         double_annotation_set,
     )
@@ -143,6 +144,7 @@ _LAZY = {
     "contract_submit_for_review": "contracts",
     "contract_update_details": "contracts",
     "curation_choose": "adjudication",
+    "decision_edit": "team",
     "decision_record": "team",
     "decisions_by_user": "adjudication",
     "double_annotation_set": "team",
@@ -225,6 +227,7 @@ __all__ = [
     "contract_submit_for_review",
     "contract_update_details",
     "curation_choose",
+    "decision_edit",
     "decision_record",
     "decisions_by_user",
     "double_annotation_set",

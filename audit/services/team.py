@@ -146,6 +146,8 @@ def may_annotate(contract: Contract, user) -> None:
     if team.phase != TeamPhase.ANNOTATING:
         raise ServiceError("adjudication has started: the annotators' decisions are final")
     require(user, contract.project_id, EDIT)
+    if assigned(user, contract, AssignmentRole.REVIEWER):
+        raise ServiceError("you curate this contract: the annotators decide, you adjudicate")
     others = Assignment.objects.filter(role=AssignmentRole.ANNOTATOR, project=contract.project_id)
     if others.exists() and not assigned(user, contract):
         raise ServiceError("you are not assigned to annotate this contract")
@@ -180,3 +182,46 @@ def decision_record(
         mine.action, mine.fields, mine.version = action, cleaned, mine.version + 1
         mine.save(update_fields=["action", "fields", "version", "updated_at"])
     return mine
+
+
+def _blind_evidence(node: Node, mine: AnnotatorDecision | None) -> list[list[int]]:
+    """The evidence of ``node`` as an annotator's copy has it (their edit, else the node's)."""
+    if mine is not None and mine.action == DecisionAction.EDIT and "evidence" in mine.fields:
+        return [list(s) for s in mine.fields["evidence"]]
+    return [[s.start, s.end] for s in node.spans.order_by("position", "pk")]
+
+
+def decision_edit(
+    *,
+    node: Node,
+    user,
+    fields: Mapping[str, Any] | None = None,
+    add_span: tuple[int, int] | None = None,
+    drop_span: tuple[int, int] | None = None,
+    expected_version: int | None = None,
+) -> AnnotatorDecision:
+    """Change ``user``'s blind copy of ``node`` step by step: ``fields`` on top of their
+    earlier edit, and the span ``add_span`` added to (``drop_span`` taken from) the
+    evidence their copy has. A field back at the node's proposed value is no longer an
+    edit; an edit that changes nothing any more is recorded as a confirm."""
+    with transaction.atomic():
+        mine = AnnotatorDecision.objects.select_for_update().filter(node=node, user=user).first()
+        merged = dict(mine.fields) if mine and mine.action == DecisionAction.EDIT else {}
+        merged.update(fields or {})
+        evidence = _blind_evidence(node, mine)
+        if add_span is not None and list(add_span) not in evidence:
+            evidence = sorted([*evidence, list(add_span)])
+        if drop_span is not None:
+            evidence = [s for s in evidence if s != list(drop_span)]
+            if not evidence:
+                raise ServiceError("evidence: a node keeps at least one span")
+        if add_span is not None or drop_span is not None:
+            merged["evidence"] = evidence
+        proposed = {"evidence": _blind_evidence(node, None)}
+        proposed |= {k: getattr(node, k) for k in ("type", "label", "required", "combine")}
+        proposed |= {k: getattr(node, k) for k in ("description", "explicit")}
+        changed = {k: v for k, v in merged.items() if k not in proposed or proposed[k] != v}
+        action = DecisionAction.EDIT if changed else DecisionAction.CONFIRM
+        return decision_record(
+            node=node, user=user, action=action, fields=changed, expected_version=expected_version
+        )

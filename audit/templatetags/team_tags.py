@@ -27,3 +27,19 @@ def progress_of(contracts: list[Any]) -> dict[int, Any]:
 @register.filter
 def get_item(mapping: dict[Any, Any], key: Any) -> Any:
     return mapping.get(key)
+
+
+@register.filter
+def kappa_note(agreement: dict[str, Any] | None) -> str:
+    """One line on a low κ beside a high raw agreement (the "κ paradox"), else ''."""
+    if not agreement or agreement.get("kappa") is None or not agreement.get("nodes"):
+        return ""
+    nodes, kappa = agreement["nodes"], agreement["kappa"]
+    agreed = nodes - agreement.get("disagreements", 0)
+    if agreed / nodes < 0.8 or kappa >= 0.4:
+        return ""
+    return (
+        f"The annotators agree on {agreed} of {nodes} nodes, yet κ is {kappa:.2f}: nearly"
+        " every decision is the same category, so κ expects most agreement by chance and"
+        " the few disagreements weigh heavily; read it with the disagreement count."
+    )

@@ -1,4 +1,5 @@
-"""Double annotation pages: an annotator's blind view, the curator's adjudication."""
+"""The curator's adjudication of a double-annotated contract (the annotators' blind
+view is :mod:`audit.views.blind`)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from .. import services
 from ..models import Node
-from ..permissions import CURATE, EDIT, contract_for
+from ..permissions import CURATE, contract_for
 from ..selectors import team as team_reads
-from ..selectors.contracts import load_contract_rows
-from ..team_forms import CurationForm, DecisionForm
+from ..selectors.evidence import adjudication_table
+from ..team_forms import CurationForm
 from .common import form_errors
 
 
@@ -22,57 +23,6 @@ def _back(request, name: str, contract, error: str | None = None, anchor: str = 
     if error:
         messages.error(request, error)
     return redirect(reverse(name, args=[contract.pk]) + anchor)
-
-
-@login_required
-@require_GET
-def annotate(request, pk):
-    """The annotator's own copy: every node with their decision, nobody else's."""
-    contract, membership = contract_for(request.user, pk, EDIT)
-    rows = load_contract_rows(contract)
-    mine = team_reads.own_decisions(contract, request.user)
-    items = [
-        {
-            "node": n,
-            "quotes": [rows.text[s.start : s.end] for s in rows.spans.get(n.pk, [])],
-            "decision": mine.get(n.pk),
-        }
-        for n in rows.nodes
-    ]
-    ctx = {
-        "contract": contract,
-        "project": contract.project,
-        "membership": membership,
-        "team": team_reads.team_of(contract),
-        "items": items,
-        "progress": team_reads.contract_progress(contract, request.user),
-        "form": DecisionForm(),
-    }
-    return render(request, "audit/team/annotate.html", ctx)
-
-
-@login_required
-@require_POST
-def decide(request, pk, node_pk):
-    contract, _ = contract_for(request.user, pk, EDIT)
-    node = get_object_or_404(
-        Node.objects.select_related("contract__artifact"), pk=node_pk, contract=contract
-    )
-    form = DecisionForm(request.POST)
-    if not form.is_valid():
-        return _back(request, "audit:annotate", contract, form_errors(form), f"#n-{node.pk}")
-    data = form.cleaned_data
-    try:
-        services.decision_record(
-            node=node,
-            user=request.user,
-            action=data["action"],
-            fields=data["fields"],
-            expected_version=data.get("expected_version"),
-        )
-    except services.ServiceError as exc:
-        return _back(request, "audit:annotate", contract, str(exc), f"#n-{node.pk}")
-    return _back(request, "audit:annotate", contract, anchor=f"#n-{node.pk}")
 
 
 @login_required
@@ -86,14 +36,17 @@ def adjudicate(request, pk):
     decisions: dict[int, dict[str, object]] = {}
     for d in team_reads.visible_decisions(contract, request.user, membership):
         decisions.setdefault(d.node_id, {})[d.user.get_username()] = d
+    agreement = team_reads.agreement_of(contract) if team else None
+    names = (agreement or {}).get("annotators") or team_reads.annotator_names(contract)
     rows = team_reads.adjudication_rows(contract)
     ctx = {
         "contract": contract,
         "project": contract.project,
         "membership": membership,
         "team": team,
-        "rows": [(r, decisions.get(r.node.pk, {})) for r in rows],
-        "agreement": team_reads.agreement_of(contract) if team else None,
+        "names": names,
+        "rows": adjudication_table(contract, rows, decisions, names),
+        "agreement": agreement,
         "open_comments": team_reads.open_comment_count(contract),
         "form": CurationForm(),
     }

@@ -6,6 +6,9 @@
   const ws = document.getElementById("ws");
   if (!ws) return;
   const canEdit = ws.dataset.canEdit === "1";
+  // blind annotation: the annotator's own copy, where a selection only adds evidence
+  const canDecide = ws.dataset.blind === "1" && ws.dataset.canDecide === "1";
+  const canSelect = canEdit || canDecide;
   const $ = (sel, root = document) => root.querySelector(sel);
   const $$ = (sel, root = document) => Array.from(root.querySelectorAll(sel));
   const esc = (id) => id.replace(/["\\]/g, "\\$&");
@@ -220,7 +223,7 @@
   const toolbar = $("#sel-toolbar");
   function showToolbar() {
     selection = readSelection();
-    if (!selection || !canEdit) { toolbar.hidden = true; return; }
+    if (!selection || !canSelect) { toolbar.hidden = true; return; }
     const ev = $('[data-sel="evidence"]', toolbar);
     ev.disabled = !$("#ws-detail")?.dataset.pk;
     toolbar.hidden = false;
@@ -238,7 +241,8 @@
   });
   function selAction(kind) {
     if (!selection) selection = readSelection();
-    if (!selection || !canEdit) return false;
+    if (!selection || !canSelect) return false;
+    if (!canEdit && kind !== "evidence") return false;
     const { start, end } = selection;
     const target = { target: "#ws-detail", swap: "outerHTML" };
     if (kind === "node") {
@@ -248,8 +252,9 @@
     } else {
       const { pk, version } = $("#ws-detail")?.dataset || {};
       if (!pk) return false;
-      const url = ws.dataset.evidenceUrl.replace("/nodes/0/", `/nodes/${pk}/`);
-      htmx.ajax("POST", url, { ...target, values: { start, end, version } });
+      const url = ws.dataset.evidenceUrl.replace(/\/0\/evidence\/$/, `/${pk}/evidence/`);
+      const values = canEdit ? { start, end, version } : { start, end };
+      htmx.ajax("POST", url, { ...target, values });
     }
     toolbar.hidden = true;
     window.getSelection().removeAllRanges();
