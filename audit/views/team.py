@@ -65,6 +65,7 @@ def team_page(request, pk):
         "assignments": Assignment.objects.filter(contract=contract).select_related("user"),
         "progress": team_reads.contract_progress(contract),
         "mine": team_reads.contract_progress(contract, request.user),
+        "can_decide": team is not None and team_reads.may_decide(contract, request.user),
         "agreement": team_reads.agreement_of(contract) if sees_all else None,
         "comments": team_reads.comments_of(contract),
         "can_assign": has_role(membership.role, ASSIGN),

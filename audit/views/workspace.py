@@ -36,6 +36,7 @@ from ..permissions import EDIT, REVIEW, UNTEACH, VIEW, contract_for, has_role
 from ..selectors import audits as audit_reads
 from ..selectors import contracts as contract_reads
 from ..selectors import teaching as teaching_reads
+from ..selectors import team as team_reads
 from ..selectors import workspace as ws
 from .common import error_status, form_errors, workspace_url
 
@@ -187,6 +188,7 @@ def respond(
 def workspace(request, pk):
     contract, membership = contract_for(request.user, pk, VIEW)
     ctx = workspace_context(request, contract, membership, selected_id=request.GET.get("node"))
+    ctx["annotate_blind"] = team_reads.may_decide(contract, request.user)
     return render(request, "audit/workspace.html", ctx)
 
 

@@ -1,0 +1,182 @@
+"""Blind annotation in the workspace: the annotator's own copy with the outline, the
+highlighted artifact and the node panel; htmx answers; blindness kept by the server.
+And the curator's side: evidence highlighted in the adjudication table, row labels
+before adjudication, the κ note, and a curator who is not asked to annotate."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from audit import services
+from audit.models import AnnotatorDecision, Node
+from audit.templatetags.team_tags import kappa_note
+
+from .team_helpers import decide_all
+
+pytestmark = pytest.mark.django_db
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def url(name, *args):
+    return reverse(f"audit:{name}", args=args)
+
+
+def test_the_blind_page_is_the_workspace_over_the_annotators_own_copy(client, team):
+    contract = team["contract"]
+    client.force_login(team["ann1"])
+    page = client.get(url("annotate", contract.pk)).content.decode()
+    assert 'id="ws-outline"' in page and 'id="ws-text"' in page and 'data-blind="1"' in page
+    assert 'class="hl t-' in page  # the evidence is highlighted in the artifact
+    assert url("blind_panel", contract.pk, 0).removesuffix("0/") in page  # outline links
+    assert "js/workspace.js" in page
+
+
+def test_a_key_decision_swaps_the_panel_and_opens_the_next_undecided_node(client, team):
+    contract = team["contract"]
+    first = contract.nodes.get(node_id="handle_refund")
+    client.force_login(team["ann1"])
+    response = client.post(
+        url("decide", contract.pk, first.pk), {"action": "confirm", "advance": "1"}, **HTMX
+    )
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert 'id="ws-detail"' in body and 'data-node="lookup_order"' in body.split("</section>")[0]
+    assert 'id="ws-outline" class="outline" hx-target="#ws-detail" hx-swap-oob="true"' in body
+    assert f'id="ol-{first.pk}" class="ol-item t-intent s-confirmed' in body
+    assert AnnotatorDecision.objects.get(node=first, user=team["ann1"]).action == "confirm"
+    assert Node.objects.get(pk=first.pk).review_status == "proposed"  # shared node untouched
+
+
+def test_without_htmx_a_decision_redirects_back_to_the_node(client, team):
+    contract = team["contract"]
+    node = contract.nodes.get(node_id="verify_owner")
+    client.force_login(team["ann1"])
+    response = client.post(url("decide", contract.pk, node.pk), {"action": "reject"})
+    assert response.status_code == 302
+    assert response["Location"] == url("annotate", contract.pk) + "?node=verify_owner"
+
+
+def test_selected_text_becomes_evidence_of_the_copy_and_is_highlighted(client, team):
+    contract = team["contract"]
+    node = contract.nodes.get(node_id="verify_owner")
+    client.force_login(team["ann1"])
+    response = client.post(
+        url("decide_evidence", contract.pk, node.pk), {"start": 400, "end": 430}, **HTMX
+    )
+    assert response.status_code == 200
+    mine = AnnotatorDecision.objects.get(node=node, user=team["ann1"])
+    assert mine.action == "edit" and mine.fields == {"evidence": [[149, 230], [400, 430]]}
+    assert 'id="s400" data-s="400" class="hl t-validation s-edited"' in response.content.decode()
+    client.post(
+        url("decide_evidence", contract.pk, node.pk),
+        {"start": 400, "end": 430, "remove": "on"},
+        **HTMX,
+    )
+    mine.refresh_from_db()
+    assert mine.action == "confirm" and mine.fields == {}  # back to the proposal
+
+
+def test_an_edit_in_the_panel_keeps_only_what_differs_from_the_proposal(client, team):
+    contract = team["contract"]
+    node = contract.nodes.get(node_id="verify_owner")
+    client.force_login(team["ann1"])
+    form = client.get(url("decide_edit", contract.pk, node.pk), **HTMX).content.decode()
+    assert 'data-testid="blind-edit-form"' in form and f'value="{node.label}"' in form
+    data = {"type": node.type, "label": "Check the email", "required": "yes", "combine": "all"}
+    response = client.post(url("decide_edit", contract.pk, node.pk), data, **HTMX)
+    assert response.status_code == 200
+    mine = AnnotatorDecision.objects.get(node=node, user=team["ann1"])
+    assert mine.fields == {"label": "Check the email"}
+
+
+def test_the_blind_workspace_never_shows_another_annotators_decisions(client, team):
+    contract = team["contract"]
+    node = contract.nodes.get(node_id="verify_owner")
+    services.decision_record(
+        node=node, user=team["ann1"], action="edit", fields={"label": "SECRET-LABEL-1"}
+    )
+    client.force_login(team["ann2"])
+    pages = [
+        client.get(url("annotate", contract.pk) + "?node=verify_owner"),
+        client.get(url("blind_panel", contract.pk, node.pk), **HTMX),
+        client.get(url("decide_edit", contract.pk, node.pk), **HTMX),
+        client.post(url("decide", contract.pk, node.pk), {"action": "confirm"}, **HTMX),
+    ]
+    for response in pages:
+        assert "SECRET-LABEL-1" not in response.content.decode()
+    assert client.get(url("adjudicate", contract.pk)).status_code == 403
+    assert client.get(url("agreement_report", contract.pk, "json")).status_code == 403
+    api = client.get(f"/api/contracts/{contract.pk}/decisions/").json()
+    rows = api["results"] if isinstance(api, dict) else api
+    assert {r["user"] for r in rows} == {"ann2"}
+
+
+def test_outsiders_get_404_and_the_annotators_decide_only_their_own_copy(client, users, team):
+    contract = team["contract"]
+    node = contract.nodes.get(node_id="verify_owner")
+    client.force_login(users["outsider"])
+    assert client.get(url("blind_panel", contract.pk, node.pk), **HTMX).status_code == 404
+    assert (
+        client.post(url("decide", contract.pk, node.pk), {"action": "confirm"}).status_code == 404
+    )
+    assert not AnnotatorDecision.objects.exists()
+
+
+def test_the_curator_is_not_asked_to_annotate(client, team):
+    contract = team["contract"]
+    node = contract.nodes.get(node_id="verify_owner")
+    client.force_login(team["curator"])
+    page = client.get(url("annotate", contract.pk)).content.decode()
+    assert "You curate this contract" in page and 'data-testid="blind-actions"' not in page
+    team_page = client.get(url("team", contract.pk)).content.decode()
+    assert "Your blind copy" not in team_page
+    response = client.post(url("decide", contract.pk, node.pk), {"action": "confirm"}, **HTMX)
+    assert response.status_code == 422 and "you curate this contract" in response.content.decode()
+    assert not AnnotatorDecision.objects.exists()
+
+
+def test_the_adjudication_table_highlights_each_annotators_evidence_in_the_source(client, team):
+    contract = team["contract"]
+    decide_all(contract, team["ann1"], {"verify_owner": ("edit", {"evidence": [[149, 189]]})})
+    decide_all(contract, team["ann2"])
+    client.force_login(team["curator"])
+    client.post(url("adjudication_start", contract.pk))
+    page = client.get(url("adjudicate", contract.pk)).content.decode()
+    row = page[page.index('data-node="verify_owner"') :]
+    row = row[: row.index("</tr>")]
+    text = contract.artifact.text
+    assert f'<mark class="ev ev-a0 ev-a1" data-owners="0 1">{text[149:189]}</mark>' in row
+    assert f'<mark class="ev ev-a1" data-owners="1">{text[189:230]}</mark>' in row
+    assert "[149" not in row and "spans differ" in row
+
+
+def test_before_adjudication_undecided_nodes_are_not_labelled_agreed(client, team):
+    contract = team["contract"]
+    first = contract.nodes.get(node_id="handle_refund")
+    for who in ("ann1", "ann2"):
+        services.decision_record(node=first, user=team[who], action="confirm")
+    client.force_login(team["curator"])
+    page = client.get(url("adjudicate", contract.pk)).content.decode()
+    states = page.count('data-state="undecided"'), page.count('data-state="agreed"')
+    assert states == (contract.nodes.count() - 1, 1)
+
+
+def test_a_low_kappa_beside_high_raw_agreement_is_explained_in_one_line():
+    paradox = {"nodes": 11, "disagreements": 2, "kappa": -0.048}
+    assert "agree on 9 of 11 nodes, yet κ is -0.05" in kappa_note(paradox)
+    assert kappa_note({"nodes": 11, "disagreements": 2, "kappa": 0.7}) == ""
+    assert kappa_note({"nodes": 11, "disagreements": 6, "kappa": 0.1}) == ""
+    assert kappa_note(None) == ""
+
+
+def test_the_workspace_sends_an_annotator_of_a_blind_contract_to_their_copy(client, team):
+    contract = team["contract"]
+    client.force_login(team["ann1"])
+    page = client.get(url("workspace", contract.pk)).content.decode()
+    assert 'data-testid="blind-banner"' in page and url("annotate", contract.pk) in page
+    client.force_login(team["curator"])
+    assert (
+        'data-testid="blind-banner"'
+        not in client.get(url("workspace", contract.pk)).content.decode()
+    )
