@@ -95,6 +95,7 @@ def adjudication_table(
     for r in rows:
         mine = decisions.get(r.node.pk, {})
         versions = [_evidence(mine.get(name), proposed.get(r.node.pk, [])) for name in names]
-        differ = len({tuple(map(tuple, v)) for v in versions}) > 1
+        kept = {tuple(map(tuple, v)) for v in versions if v}  # a rejection has none
+        differ = len(kept) > 1
         out.append(TableRow(r, mine, excerpt(text, versions), differ))
     return out

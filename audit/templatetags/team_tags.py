@@ -36,7 +36,7 @@ def kappa_note(agreement: dict[str, Any] | None) -> str:
         return ""
     nodes, kappa = agreement["nodes"], agreement["kappa"]
     agreed = nodes - agreement.get("disagreements", 0)
-    if agreed / nodes < 0.8 or kappa >= 0.4:
+    if agreed / nodes < 0.7 or kappa >= 0.4:
         return ""
     return (
         f"The annotators agree on {agreed} of {nodes} nodes, yet κ is {kappa:.2f}: nearly"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from audit import services
-from audit.models import Membership, Node, Project
+from audit.models import AnnotatorDecision, Membership, Node, Project
 
 pytestmark = [pytest.mark.browser]
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,17 +51,52 @@ def submit(page, selector):
         page.locator(selector).first.click()
 
 
-def annotate(page, contract, rejected=(), edits=None):
+MOVED_ON = """n => document.querySelector('#ws-detail').dataset.node !== n
+    || document.querySelector('[data-testid=my-percent]').textContent === '100%'"""
+
+
+def annotate(page, rejected=(), edits=None):
+    """Decide every node in the blind workspace with the keys: c / r, and e for an edit
+    (then p to the next undecided node)."""
     edits = edits or {}
-    for node in contract.nodes.all():
-        row = f'[data-testid=blind-node][data-node="{node.node_id}"]'
-        if node.node_id in edits:
-            page.locator(f"{row} summary").click()
-            page.locator(f"{row} input[name=label]").fill(edits[node.node_id])
-            submit(page, f'{row} button:has-text("Save edit")')
+    assert page.locator("#ws-text .hl").count() > 0  # the evidence is highlighted
+    page.locator("#ws-outline li.ol-item a").first.click()
+    page.wait_for_selector("#ws-detail[data-node]")
+    for _ in range(40):
+        if page.locator("[data-testid=my-percent]").inner_text() == "100%":
+            return
+        node = page.locator("#ws-detail").get_attribute("data-node")
+        if node in edits:
+            page.keyboard.press("e")
+            page.locator("[data-testid=blind-edit-form] input[name=label]").fill(edits[node])
+            page.locator('[data-testid=blind-edit-form] button:has-text("Save edit")').click()
+            page.wait_for_selector(f'#ws-outline li[data-node="{node}"][data-status="edited"]')
+            page.keyboard.press("p")
         else:
-            verb = "Reject" if node.node_id in rejected else "Confirm"
-            submit(page, f'{row} button:has-text("{verb}")')
+            status = "rejected" if node in rejected else "confirmed"
+            page.keyboard.press(status[0])
+            page.wait_for_selector(f'#ws-outline li[data-node="{node}"][data-status="{status}"]')
+        page.wait_for_function(MOVED_ON, arg=node)
+    raise AssertionError("the blind annotation did not reach 100%")
+
+
+def add_evidence_with_the_key(page, node_id, from_node):
+    """Select the text of ``from_node``'s highlight and press a on ``node_id``."""
+    page.locator(f'#ws-outline li[data-node="{node_id}"] a').click()
+    page.wait_for_selector(f'#ws-detail[data-node="{node_id}"]')
+    page.evaluate(
+        """id => {
+            const mark = document.querySelector(`#ws-text [data-p="${id}"]`);
+            const range = document.createRange();
+            range.selectNodeContents(mark);
+            const sel = window.getSelection();
+            sel.removeAllRanges();
+            sel.addRange(range);
+        }""",
+        from_node,
+    )
+    page.keyboard.press("a")
+    page.wait_for_selector(f'#ws-outline li[data-node="{node_id}"][data-status="edited"]')
 
 
 def test_two_annotators_and_a_curator_audit_one_contract(browser, live_server, people, shot):
@@ -79,9 +114,12 @@ def test_two_annotators_and_a_curator_audit_one_contract(browser, live_server, p
     ann1 = as_user(browser, live_server, "ann1")
     ann1.goto(f"{live_server.url}/queue/")
     submit(ann1, '[data-testid=queue-row] a:has-text("Annotate")')
-    annotate(ann1, contract, edits={"lookup_order": "Find the order by its number"})
+    annotate(ann1, edits={"lookup_order": "Find the order by its number"})
     assert ann1.locator("[data-testid=my-percent]").inner_text() == "100%"
-    ann1.goto(f"{live_server.url}/c/{contract.pk}/annotate/")
+    add_evidence_with_the_key(ann1, "verify_owner", "check_window")
+    mine = AnnotatorDecision.objects.get(node__node_id="verify_owner", user=users["ann1"])
+    assert mine.fields == {"evidence": [[149, 230], [234, 302]]}
+    ann1.goto(f"{live_server.url}/c/{contract.pk}/annotate/?node=lookup_order")
     shot(ann1, "team-annotate")
     ann1.goto(f"{live_server.url}/queue/")
     assert ann1.locator("[data-testid=queue-percent]").inner_text() == "100%"
@@ -90,7 +128,7 @@ def test_two_annotators_and_a_curator_audit_one_contract(browser, live_server, p
     ann2 = as_user(browser, live_server, "ann2")
     ann2.goto(f"{live_server.url}/c/{contract.pk}/annotate/")
     assert "Find the order by its number" not in ann2.content()
-    annotate(ann2, contract, rejected={"approve_refund"})
+    annotate(ann2, rejected={"approve_refund"})
     for path in ("team/", "", "export.json", "agreement.json"):
         body = ann2.request.get(f"{live_server.url}/c/{contract.pk}/{path}").text()
         assert "Find the order by its number" not in body, path
@@ -99,11 +137,16 @@ def test_two_annotators_and_a_curator_audit_one_contract(browser, live_server, p
     cur.goto(f"{live_server.url}/c/{contract.pk}/adjudicate/")
     submit(cur, "[data-testid=start-adjudication]")
     rows = cur.locator("[data-testid=adjudication-row]")
-    assert rows.first.get_attribute("data-node") == "approve_refund"
-    assert rows.first.locator("[data-testid=path-changing-badge]").is_visible()
+    assert rows.first.get_attribute("data-state") == "path-changing"
+    approve = cur.locator('[data-testid=adjudication-row][data-node="approve_refund"]')
+    assert approve.locator("[data-testid=path-changing-badge]").is_visible()
+    verify = cur.locator('[data-node="verify_owner"] [data-testid=evidence-source]')
+    assert verify.locator("mark.ev-a0").count() > verify.locator("mark.ev-a1").count()
+    assert "yet κ is" in cur.locator("[data-testid=kappa-note]").inner_text()
     shot(cur, "team-adjudicate")
     submit(cur, '[data-node="approve_refund"] [data-testid=pick-ann1]')
     submit(cur, '[data-node="lookup_order"] [data-testid=pick-ann1]')
+    submit(cur, '[data-node="verify_owner"] [data-testid=pick-ann1]')
 
     cur.goto(f"{live_server.url}/c/{contract.pk}/team/")
     cur.select_option("[data-testid=comment-about]", label="node verify_owner")
