@@ -6,7 +6,7 @@ from typing import Any
 
 from django import forms
 
-from .models import AssignmentRole, Combine, CommentTarget, DecisionAction, NodeType
+from .models import AssignmentRole, Combine, CommentTarget, DecisionAction, NodeType, Role
 
 
 class AssignmentForm(forms.Form):
@@ -125,3 +125,14 @@ class BlindSpanForm(forms.Form):
             if data["start"] >= data["end"]:
                 raise forms.ValidationError("the span ends before it starts")
         return data
+
+
+class MemberForm(forms.Form):
+    """A new member of a project: an existing user and their role."""
+
+    username = forms.CharField(max_length=150, label="User")
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.ANNOTATOR)
+
+
+class RoleForm(forms.Form):
+    role = forms.ChoiceField(choices=Role.choices)

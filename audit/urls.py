@@ -9,6 +9,7 @@ from .views import (
     inbox,
     ingest,
     invariants,
+    members,
     projects,
     queries,
     reviews,
@@ -129,6 +130,15 @@ urlpatterns = [
     path("b/<int:pk>/cases/<path:case_id>/", batches.batch_case, name="batch_case"),
     # team work: queues, double annotation, adjudication, comments, agreement
     path("queue/", team.my_queue, name="my_queue"),
+    path("p/<slug:slug>/members/", members.members, name="members"),
+    path("p/<slug:slug>/members/add/", members.member_add, name="member_add"),
+    path("p/<slug:slug>/members/<int:member_pk>/role/", members.member_role, name="member_role"),
+    path(
+        "p/<slug:slug>/members/<int:member_pk>/remove/",
+        members.member_remove,
+        name="member_remove",
+    ),
+    path("notifications/<int:pk>/read/", members.notification_read, name="notification_read"),
     path("c/<int:pk>/team/", team.team_page, name="team"),
     path("c/<int:pk>/team/assign/", team.assign, name="assign"),
     path("c/<int:pk>/team/assign/<int:assignment_pk>/delete/", team.unassign, name="unassign"),

@@ -51,6 +51,7 @@ from .team import (
     CurationChoice,
     DecisionAction,
     DoubleAnnotation,
+    Notification,
     TeamPhase,
 )
 from .webhooks import (
@@ -75,6 +76,7 @@ __all__ = [
     "CurationChoice",
     "DecisionAction",
     "DoubleAnnotation",
+    "Notification",
     "TeamPhase",
     "FAMILY_FIELDS",
     "ID_REGEX",

@@ -238,3 +238,24 @@ class Comment(models.Model):
         if self.target == "edge":
             return f"{obj.source.node_id} -{obj.kind}-> {obj.target.node_id}"
         return f"{self.target} {getattr(obj, 'node_id', None) or getattr(obj, 'inv_id', '')}"
+
+
+class Notification(models.Model):
+    """A note on one user's home page: a comment that mentions them. Read ones stay
+    (``read_at`` set) but are no longer shown."""
+
+    user = models.ForeignKey(USER, on_delete=models.CASCADE, related_name="notifications")
+    comment = models.ForeignKey(
+        "audit.Comment", on_delete=models.CASCADE, related_name="notifications"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    read_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "comment"], name="notification_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} mentioned in comment {self.comment_id}"

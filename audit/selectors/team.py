@@ -412,3 +412,26 @@ def project_agreement_rows(project: Project, user: Any, membership: Membership) 
     pooled["alpha"] = krippendorff_alpha(units)
     pooled |= {k: sum(r[k] for r in rows) for k in ("nodes", "disagreements", "path_changing")}
     return [*rows, pooled]
+
+
+def my_notifications(user: Any, project: Project | None = None) -> list[Any]:
+    """``user``'s unread notifications, newest first, of the projects they are still a
+    member of (of ``project`` only, when given)."""
+    from ..models import Notification
+
+    rows = Notification.objects.filter(
+        user=user,
+        read_at__isnull=True,
+        comment__contract__project__memberships__user=user,
+    ).select_related(
+        "comment__author",
+        "comment__contract",
+        "comment__node",
+        "comment__edge__source",
+        "comment__edge__target",
+        "comment__invariant",
+        "comment__run",
+    )
+    if project is not None:
+        rows = rows.filter(comment__contract__project=project)
+    return list(rows.distinct()[:50])

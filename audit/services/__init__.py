@@ -34,7 +34,7 @@ if TYPE_CHECKING:
         fixture_suite_dir,
         judge_of,
     )
-    from .comments import comment_create, comment_set_resolved
+    from .comments import comment_create, comment_set_resolved, notification_mark_read
     from .common import LLMRetry, ServiceError, input_limits, llm_config
     from .contracts import (
         CONTRACT_DETAILS,
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
         routing_rule_delete,
     )
     from .invariants import invariant_create, invariant_delete, invariant_update
+    from .members import membership_create, membership_delete, membership_set_role
     from .nodes import (
         node_add_evidence,
         node_create,
@@ -134,6 +135,10 @@ _LAZY = {
     "batch_prepare": "batches",
     "comment_create": "comments",
     "comment_set_resolved": "comments",
+    "membership_create": "members",
+    "membership_delete": "members",
+    "membership_set_role": "members",
+    "notification_mark_read": "comments",
     "contract_apply_proposals": "proposals",
     "contract_create": "contracts",
     "contract_import": "contracts",
@@ -217,6 +222,10 @@ __all__ = [
     "batch_prepare",
     "comment_create",
     "comment_set_resolved",
+    "membership_create",
+    "membership_delete",
+    "membership_set_role",
+    "notification_mark_read",
     "contract_apply_proposals",
     "contract_create",
     "contract_import",

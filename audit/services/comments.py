@@ -1,5 +1,6 @@
 """Comments on a contract, its nodes, edges and invariants, and on runs: @mentions of
-project members, resolve and reopen. Open comments block *audited*."""
+project members (each mentioned member gets a notification on their home page),
+resolve and reopen. Open comments block *audited*."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from ..models import Comment, CommentTarget, Contract, Edge, Invariant, Node, Run
+from ..models import Comment, CommentTarget, Contract, Edge, Invariant, Node, Notification, Run
 from ..permissions import COMMENT, require
 from .common import ServiceError, record
 
@@ -64,6 +65,9 @@ def comment_create(
         )
         mentions = mentioned_members(contract, body)
         comment.mentions.set(mentions)
+        Notification.objects.bulk_create(
+            Notification(user=u, comment=comment) for u in mentions if u.pk != user.pk
+        )
         after = {
             "target": comment.target_label,
             "body": body,
@@ -94,3 +98,14 @@ def comment_set_resolved(*, comment: Comment, user, resolved: bool) -> Comment:
             after={"resolved": resolved},
         )
     return comment
+
+
+def notification_mark_read(*, notification: Notification, user) -> Notification:
+    """``user`` has read their own ``notification``: it leaves their home page."""
+    if notification.user_id != user.pk:
+        raise ServiceError("this notification is someone else's")
+    with transaction.atomic():
+        if notification.read_at is None:
+            notification.read_at = timezone.now()
+            notification.save(update_fields=["read_at"])
+    return notification

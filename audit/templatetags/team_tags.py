@@ -43,3 +43,10 @@ def kappa_note(agreement: dict[str, Any] | None) -> str:
         " every decision is the same category, so κ expects most agreement by chance and"
         " the few disagreements weigh heavily; read it with the disagreement count."
     )
+
+
+@register.inclusion_tag("audit/team/_notifications.html", takes_context=True)
+def my_notifications(context: dict[str, Any], project: Any = None) -> dict[str, Any]:
+    """The signed-in user's unread notifications (of ``project`` only, when given)."""
+    request = context["request"]
+    return {"notes": team_reads.my_notifications(request.user, project), "request": request}

@@ -47,13 +47,23 @@ class World:
     routing_rule: Any
     ingested_trace: Any
     webhook: Any
+    membership: Any
+    notification: Any
 
 
 def build_world(users, refund_doc) -> World:
     from django.utils import timezone
 
     from audit import services
-    from audit.models import Batch, BatchSource, Enactment, IngestedTrace, Project, TraceStatus
+    from audit.models import (
+        Batch,
+        BatchSource,
+        Enactment,
+        IngestedTrace,
+        Membership,
+        Project,
+        TraceStatus,
+    )
 
     project = Project.objects.get(slug="tests")
     audited = services.contract_import(project=project, user=users["admin"], source=refund_doc)
@@ -75,7 +85,7 @@ def build_world(users, refund_doc) -> World:
         by=users["admin"],
         role="annotator",
     )
-    comment = services.comment_create(contract=draft, user=users["reviewer"], body="Why?")
+    comment = services.comment_create(contract=draft, user=users["reviewer"], body="@annotator?")
     enactment = Enactment.objects.create(
         contract=draft, node_id="verify_owner", text="The email matches.", run=run, step_id="o1"
     )
@@ -120,6 +130,8 @@ def build_world(users, refund_doc) -> World:
         routing_rule=routing_rule,
         ingested_trace=ingested_trace,
         webhook=webhook,
+        membership=Membership.objects.get(project=project, user=users["annotator"]),
+        notification=comment.notifications.get(),
     )
 
 
@@ -137,7 +149,9 @@ class Route:
     @property
     def has_object(self) -> bool:
         """The route names one object (or one project), not a list of the user's."""
-        return bool(re.search(r"^/(p|c|r|b|comments)/|^/api/\w+/[^/.]+[/.]", self.url))
+        return bool(
+            re.search(r"^/(p|c|r|b|comments|notifications)/|^/api/\w+/[^/.]+[/.]", self.url)
+        )
 
 
 def _patterns(resolver, prefix: str = "", namespace: str | None = None):
@@ -151,6 +165,7 @@ def _patterns(resolver, prefix: str = "", namespace: str | None = None):
 def _values(w: World, pattern: str) -> dict[str, Any]:
     """The parameters of ``pattern`` for the objects of ``w``."""
     pk = {"c": w.draft.pk, "r": w.run.pk, "b": w.batch.pk, "comments": w.comment.pk}
+    pk["notifications"] = w.notification.pk
     api_pk = {"contracts": w.draft.pk, "queries": w.query.pk, "runs": w.run.pk}
     api_pk |= {"batches": w.batch.pk, "assignments": w.assignment.pk, "comments": w.comment.pk}
     head = pattern.split("/", 1)[0]
@@ -158,6 +173,7 @@ def _values(w: World, pattern: str) -> dict[str, Any]:
     return {
         "pk": api_pk.get(api.group(1)) if api else pk.get(head),
         "assignment_pk": w.assignment.pk,
+        "member_pk": w.membership.pk,
         "slug": w.project.slug,
         "node_pk": w.node.pk,
         "span_pk": w.span.pk,

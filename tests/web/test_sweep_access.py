@@ -117,6 +117,9 @@ LOWER_ROLE = [
     ("reviewer", "ui", "post", "/p/tests/webhooks/{hook}/test/", {}),
     ("reviewer", "ui", "post", "/p/tests/webhooks/{hook}/secret/", {}),
     ("annotator", "ui", "get", "/p/tests/webhooks/", {}),
+    ("reviewer", "ui", "post", "/p/tests/members/add/", {"username": "outsider", "role": "admin"}),
+    ("reviewer", "ui", "post", "/p/tests/members/{member}/role/", {"role": "admin"}),
+    ("reviewer", "ui", "post", "/p/tests/members/{member}/remove/", {}),
     ("annotator", "api", "post", "/api/contracts/import/", {"project": "tests", "document": {}}),
     ("annotator", "api", "post", "/api/batches/", {"project": "tests", "mode": "oracle"}),
     ("annotator", "api", "post", "/api/runs/{run}/verdicts/", {"agrees": True, "note": "x"}),
@@ -133,6 +136,7 @@ def test_a_member_whose_role_is_too_low_gets_403(
         token=world.ingest_token.pk,
         rule=world.routing_rule.pk,
         hook=world.webhook.pk,
+        member=world.membership.pk,
     )
     before = row_counts()
     if where == "api":
