@@ -124,3 +124,26 @@ def test_the_webhooks_page_with_a_new_endpoint_has_no_serious_or_critical_violat
     page.click("text=Add endpoint")
     page.wait_for_selector("[data-testid=new-secret]")
     assert _violations(page, live_server.url) == []
+
+
+def test_blind_annotation_and_the_members_page_have_no_serious_or_critical_violations(
+    live_server, page, project, django_user_model
+):
+    require_service(Path(AXE).exists(), f"{AXE} missing: run `make static`")
+    _, draft, _ = project
+    admin = django_user_model.objects.get(username="adm")
+    services.double_annotation_set(contract=draft, by=admin, enabled=True)
+    page.goto(f"{live_server.url}/login/")
+    page.fill("input[name=username]", "adm")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    node = draft.nodes.order_by("position").first()
+    found = {}
+    for name, url, ready in [
+        ("blind", f"/c/{draft.pk}/annotate/?node={node.node_id}", "[data-testid=blind-actions]"),
+        ("members", "/p/demo/members/", "[data-testid=member-add]"),
+    ]:
+        page.goto(live_server.url + url)
+        page.wait_for_selector(ready)
+        found[name] = _violations(page, live_server.url)
+    assert found == {"blind": [], "members": []}
