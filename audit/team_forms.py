@@ -47,17 +47,42 @@ class DecisionForm(forms.Form):
             raise forms.ValidationError("evidence: give both the start and the end")
         if start is not None:
             fields["evidence"] = [[start, end]]
+        fields.update(self.more_fields(data))
         if data.get("action") == DecisionAction.EDIT and not fields:
             raise forms.ValidationError("an edit changes at least one field")
         data["fields"] = fields
         return data
 
+    def more_fields(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Edited fields a subclass reads from inputs of its own."""
+        return {}
+
+
+class SpanListField(forms.Field):
+    """Spans ticked as ``start-end`` values (any number of checkboxes of one name)."""
+
+    widget = forms.SelectMultiple
+
+    def to_python(self, value: Any) -> list[list[int]]:
+        out = []
+        for item in value or []:
+            start, _, end = str(item).partition("-")
+            if not (start.isdigit() and end.isdigit()):
+                raise forms.ValidationError(f"evidence: {str(item)[:40]!r} is not a span")
+            out.append([int(start), int(end)])
+        return out
+
 
 class CurationForm(DecisionForm):
-    """Pick an annotator's version, or decide as the curator (a DecisionForm)."""
+    """Pick an annotator's version, or decide as the curator (a DecisionForm); the
+    curator's evidence is the spans ticked among the versions'."""
 
     pick = forms.CharField(max_length=150, required=False)
     action = forms.ChoiceField(choices=[("", "(pick)"), *DecisionAction.choices], required=False)
+    spans = SpanListField(required=False)
+
+    def more_fields(self, data: dict[str, Any]) -> dict[str, Any]:
+        return {"evidence": data["spans"]} if data.get("spans") else {}
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

@@ -72,11 +72,33 @@ def _evidence(decision: AnnotatorDecision | None, proposed: list[list[int]]) -> 
 
 
 @dataclass
+class SpanChoice:
+    """One span some version gives a node, for the curator's own edit."""
+
+    value: str  # "start-end"
+    quote: str
+    owners: list[int]  # the annotators whose version has it
+
+
+@dataclass
 class TableRow:
     row: AdjudicationRow
     decisions: dict[str, AnnotatorDecision]  # annotator name -> decision
     source: list[Piece]  # the artifact around every annotator's evidence of the node
     spans_differ: bool
+    span_choices: list[SpanChoice] = field(default_factory=list)
+
+
+def span_choices(text: str, versions: Sequence[Sequence[Sequence[int]]]) -> list[SpanChoice]:
+    """Every distinct span of ``versions``, in text order, with who has it."""
+    owners: dict[tuple[int, int], list[int]] = {}
+    for i, version in enumerate(versions):
+        for a, b in version:
+            owners.setdefault((int(a), int(b)), []).append(i)
+    return [
+        SpanChoice(f"{a}-{b}", text[a:b], sorted(set(who)))
+        for (a, b), who in sorted(owners.items())
+    ]
 
 
 def adjudication_table(
@@ -97,5 +119,6 @@ def adjudication_table(
         versions = [_evidence(mine.get(name), proposed.get(r.node.pk, [])) for name in names]
         kept = {tuple(map(tuple, v)) for v in versions if v}  # a rejection has none
         differ = len(kept) > 1
-        out.append(TableRow(r, mine, excerpt(text, versions), differ))
+        choices = span_choices(text, [*versions, proposed.get(r.node.pk, [])])
+        out.append(TableRow(r, mine, excerpt(text, versions), differ, choices))
     return out

@@ -180,3 +180,21 @@ def test_the_workspace_sends_an_annotator_of_a_blind_contract_to_their_copy(clie
         'data-testid="blind-banner"'
         not in client.get(url("workspace", contract.pk)).content.decode()
     )
+
+
+def test_the_curator_edits_evidence_by_ticking_the_versions_spans_not_offsets(client, team):
+    contract = team["contract"]
+    node = contract.nodes.get(node_id="verify_owner")
+    decide_all(contract, team["ann1"], {"verify_owner": ("edit", {"evidence": [[149, 189]]})})
+    decide_all(contract, team["ann2"])
+    client.force_login(team["curator"])
+    client.post(url("adjudication_start", contract.pk))
+    page = client.get(url("adjudicate", contract.pk)).content.decode()
+    row = page[page.index('data-node="verify_owner"') :]
+    row = row[: row.index("</tr>")]
+    assert 'name="spans" value="149-189"' in row and 'name="spans" value="149-230"' in row
+    assert 'name="evidence_start"' not in row
+    client.post(url("curate", contract.pk, node.pk), {"action": "edit", "spans": ["149-189"]})
+    assert [(s.start, s.end) for s in node.spans.all()] == [(149, 189)]
+    bad = client.post(url("curate", contract.pk, node.pk), {"action": "edit", "spans": ["x"]})
+    assert bad.status_code == 302 and [(s.start, s.end) for s in node.spans.all()] == [(149, 189)]
