@@ -130,7 +130,10 @@ def test_the_curator_is_not_asked_to_annotate(client, team):
     page = client.get(url("annotate", contract.pk)).content.decode()
     assert "You curate this contract" in page and 'data-testid="blind-actions"' not in page
     team_page = client.get(url("team", contract.pk)).content.decode()
-    assert "Your blind copy" not in team_page
+    assert "Your blind copy" not in team_page and 'data-testid="blind-tab"' not in team_page
+    client.force_login(team["ann1"])
+    assert 'data-testid="blind-tab"' in client.get(url("team", contract.pk)).content.decode()
+    client.force_login(team["curator"])
     response = client.post(url("decide", contract.pk, node.pk), {"action": "confirm"}, **HTMX)
     assert response.status_code == 422 and "you curate this contract" in response.content.decode()
     assert not AnnotatorDecision.objects.exists()
