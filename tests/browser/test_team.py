@@ -144,9 +144,9 @@ def test_two_annotators_and_a_curator_audit_one_contract(browser, live_server, p
     assert verify.locator("mark.ev-a0").count() > verify.locator("mark.ev-a1").count()
     assert "yet κ is" in cur.locator("[data-testid=kappa-note]").inner_text()
     shot(cur, "team-adjudicate")
-    submit(cur, '[data-node="approve_refund"] [data-testid=pick-ann1]')
-    submit(cur, '[data-node="lookup_order"] [data-testid=pick-ann1]')
-    submit(cur, '[data-node="verify_owner"] [data-testid=pick-ann1]')
+    for node_id in ("approve_refund", "lookup_order", "verify_owner"):  # answered in place
+        cur.locator(f'[data-node="{node_id}"] [data-testid=pick-ann1]').click()
+        cur.wait_for_selector(f'[data-node="{node_id}"] [data-testid=curated]')
 
     cur.goto(f"{live_server.url}/c/{contract.pk}/team/")
     cur.select_option("[data-testid=comment-about]", label="node verify_owner")

@@ -201,3 +201,18 @@ def test_the_curator_edits_evidence_by_ticking_the_versions_spans_not_offsets(cl
     assert [(s.start, s.end) for s in node.spans.all()] == [(149, 189)]
     bad = client.post(url("curate", contract.pk, node.pk), {"action": "edit", "spans": ["x"]})
     assert bad.status_code == 302 and [(s.start, s.end) for s in node.spans.all()] == [(149, 189)]
+
+
+def test_a_pick_answers_with_the_nodes_row_in_place(client, team):
+    contract = team["contract"]
+    node = contract.nodes.get(node_id="approve_refund")
+    decide_all(contract, team["ann1"])
+    decide_all(contract, team["ann2"], {"approve_refund": ("reject", None)})
+    client.force_login(team["curator"])
+    client.post(url("adjudication_start", contract.pk))
+    response = client.post(url("curate", contract.pk, node.pk), {"pick": "ann2"}, **HTMX)
+    body = response.content.decode()
+    assert body.lstrip().startswith(f'<tr id="n-{node.pk}"') and body.count("<tr") == 1
+    assert '<span data-testid="curated">pick (ann2): reject</span>' in body
+    refused = client.post(url("curate", contract.pk, node.pk), {"pick": "nobody"}, **HTMX)
+    assert refused.status_code == 422 and 'data-testid="row-error"' in refused.content.decode()
