@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .conditioning import Expected
+from .embed import one_blas_thread
 from .formats import Node, ObservedNode
 from .match import Alignment
 from .observe import Step, acts, steps
@@ -101,6 +102,11 @@ def semantic_align(
     expected: Expected, kept: list[ObservedNode], text: str, *, setup: Setup | None = None
 ) -> Scored:
     """Align ``kept`` (in step order) with G_E(q) and classify every step."""
+    with one_blas_thread():
+        return _align(expected, kept, text, setup)
+
+
+def _align(expected: Expected, kept: list[ObservedNode], text: str, setup: Setup | None) -> Scored:
     model = setup.model if setup else load_model()
     knobs = setup.knobs if setup else model.knobs
     by_id = expected.contract.by_id

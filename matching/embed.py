@@ -50,6 +50,18 @@ def _blas() -> ThreadpoolController:
     return ThreadpoolController()
 
 
+def one_blas_thread() -> Any:
+    """A context in which BLAS runs on one thread. The products of one trace are small
+    (tens of texts × 384, tens of obligations × steps): a second thread spends about as
+    much CPU waiting as working, and a server reading traces in several processes keeps
+    its cores for them.
+
+    >>> with one_blas_thread():
+    ...     pass
+    """
+    return _blas().limit(limits=1, user_api="blas")
+
+
 class ModelMissing(ContractEvalError):
     """The embedding model's files are not installed."""
 
@@ -199,10 +211,7 @@ class Encoder:
         # batches of similar length waste little on padding
         order = sorted(range(len(texts)), key=lambda i: len(encs[i].ids))
         out: list[np.ndarray] = [np.zeros(0)] * len(texts)
-        # one BLAS thread: the products here are small (tens of texts × 384), and a
-        # second thread spent about as much CPU waiting as working; a server reading
-        # traces in several processes keeps its cores for them
-        with _blas().limit(limits=1, user_api="blas"):
+        with one_blas_thread():
             self._encode_batches(encs, order, batch, out)
         return out
 
