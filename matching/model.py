@@ -62,6 +62,13 @@ FAMILIES = (
 # --------------------------------------------------------------------------- model
 
 
+def names(value: Any) -> tuple[str, ...]:
+    """A meta field's name or list of names (``meta.tool``, ``meta.applies_if_action``)."""
+    if isinstance(value, str):
+        return (value,)
+    return tuple(x for x in value if isinstance(x, str)) if isinstance(value, list) else ()
+
+
 @dataclass(frozen=True, slots=True)
 class Span:
     """A half-open code-point range ``[start, end)`` into a text."""
@@ -105,12 +112,13 @@ class Node:
 
     @property
     def tools(self) -> tuple[str, ...]:
-        t = self.meta.get("tool")
-        if isinstance(t, str):
-            return (t,)
-        if isinstance(t, list):
-            return tuple(x for x in t if isinstance(x, str))
-        return ()
+        """The tools the node is bound to (``meta.tool``)."""
+        return names(self.meta.get("tool"))
+
+    @property
+    def triggers(self) -> tuple[str, ...]:
+        """The actions after which alone the node applies (``meta.applies_if_action``)."""
+        return names(self.meta.get("applies_if_action"))
 
     def to_dict(self, text: str | None = None) -> dict[str, Any]:
         return {
@@ -392,17 +400,8 @@ def _spans(items: Iterable[Mapping[str, Any]]) -> list[Span]:
 
 
 def contract_from_data(d: Mapping[str, Any]) -> Contract:
-    """Build a :class:`Contract` from schema-valid data (no checks).
-
-    Parameters
-    ----------
-    d : mapping
-        A contract document that passed its schema.
-
-    Returns
-    -------
-    Contract
-    """
+    """Build a :class:`Contract` from a contract document that passed its schema (no
+    checks)."""
     nodes = [
         Node(
             id=n["id"],

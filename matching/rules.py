@@ -254,10 +254,9 @@ def _condition_errors(c: Contract, i: int, n: Node) -> list[Finding]:
     """``meta.applies_if_action`` names other nodes of the contract."""
     if "applies_if_action" not in n.meta:
         return []
-    raw = n.meta["applies_if_action"]
     path = f"$.nodes[{i}].meta.applies_if_action"
     out = []
-    for t in [raw] if isinstance(raw, str) else raw:
+    for t in n.triggers:
         if t == n.id:
             msg = f"node {n.id!r} cannot be conditional on its own action"
             out.append(Finding("bad-applies-if", msg, path, n.id))

@@ -19,9 +19,7 @@ its check. Each satisfied node has a position: an interval of steps.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from .checks import OutputCheck, check_output
 from .conditioning import Expected
@@ -49,7 +47,7 @@ class Satisfaction:
         checked output.
     not_applicable : set of str
         The nodes conditional on an action that did not happen (``meta.applies_if_action``,
-        see :func:`triggers`) and their active descendants: neither met nor missed.
+        see :attr:`matching.model.Node.triggers`) and their active descendants: neither met nor missed.
     """
 
     direct: set[str] = field(default_factory=set)
@@ -119,29 +117,16 @@ def satisfaction(expected: Expected, m: Alignment, observed: Observed) -> Satisf
     return s
 
 
-def triggers(meta: Mapping[str, Any]) -> tuple[str, ...]:
-    """The node ids of ``meta.applies_if_action``: the obligation applies only when one
-    of these actions happened (is satisfied).
-
-    >>> triggers({"applies_if_action": "issue_refund"}), triggers({})
-    (('issue_refund',), ())
-    """
-    raw = meta.get("applies_if_action")
-    if isinstance(raw, str):
-        return (raw,)
-    return tuple(x for x in raw if isinstance(x, str)) if isinstance(raw, list) else ()
-
-
 def _not_applicable(expected: Expected, s: Satisfaction) -> set[str]:
     """Active nodes whose trigger actions all went unsatisfied, with their subtrees."""
     ids = expected.contract.by_id
-    conditional = [n for n in expected.nodes if triggers(ids[n].meta)]
+    conditional = [n for n in expected.nodes if ids[n].triggers]
     if not conditional:
         return set()
     sat = s.sat
     out: set[str] = set()
     for n in conditional:
-        if not any(t in sat for t in triggers(ids[n].meta)):
+        if not any(t in sat for t in ids[n].triggers):
             out.update(x for x in expected.subtree(n) if x in expected.active)
     return out
 

@@ -35,21 +35,12 @@ from typing import Any
 import regex
 
 from . import checks, trace
+from .model import names
 from .observe import ARG, json_object, parse_args
 from .tool_checks import Call
 
 KINDS = ("equals", "in_query", "one_of", "matches")
 IGNORED = "ignored"
-
-
-def bound_tools(meta: Mapping[str, Any]) -> tuple[str, ...]:
-    """The tool names of ``meta.tool`` (a name or a list of names)."""
-    tool = meta.get("tool")
-    if isinstance(tool, str):
-        return (tool,)
-    if isinstance(tool, list):
-        return tuple(t for t in tool if isinstance(t, str))
-    return ()
 
 
 def _same(value: str, want: Any) -> bool:
@@ -110,7 +101,7 @@ def broken(meta: Mapping[str, Any], calls: Sequence[Call], facts: str) -> tuple[
     constraints = meta.get("tool_args")
     if not isinstance(constraints, Mapping):
         return None
-    tools = set(bound_tools(meta))
+    tools = set(names(meta.get("tool")))
     for c in calls:
         if c.name in tools:
             why = problem(constraints, parse_args(c.arguments), facts)
@@ -177,7 +168,7 @@ one_of, matches, or the string 'ignored')")
     if not isinstance(constraints, Mapping):
         return [("tool_args", "tool_args must be an object: argument name -> constraint")]
     out = []
-    if not bound_tools(meta):
+    if not names(meta.get("tool")):
         out.append(("tool_args", "tool_args needs meta.tool: the tool whose calls it checks"))
     for key, rule in constraints.items():
         why = _rule_problem(key, rule)

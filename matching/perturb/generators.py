@@ -18,7 +18,7 @@ from typing import Any
 from .. import checks, tool_args, tool_checks
 from ..conditioning import Expected
 from ..evaluate import evaluate_detailed
-from ..model import Case, Contract, Observed
+from ..model import Case, Contract, Observed, names
 from ..similarity import THRESHOLD, sim, tokens
 from ..trace import events, is_call, tag
 from .document import Doc, DocNode
@@ -356,7 +356,7 @@ def _call_candidates(ctx: Ctx) -> Iterator[Candidate]:
     facts = tool_args.user_facts(e.query.text, obs.kind, obs.text)
     for n in e.nodes:
         meta = c.by_id[n].meta
-        tools = set(tool_args.bound_tools(meta))
+        tools = set(names(meta.get("tool")))
         call = next((x for x in calls if x.name in tools), None)
         if call is None or not isinstance(meta.get("tool_args"), Mapping):
             continue
