@@ -34,10 +34,11 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .conditioning import Expected
-from .match import Alignment
+if TYPE_CHECKING:
+    from .conditioning import Expected
+    from .match import Alignment
 
 COMMENTARY = "commentary, by a reviewer"
 

@@ -16,7 +16,7 @@ import logging
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
@@ -26,10 +26,7 @@ from django.utils import timezone
 
 from matching.errors import ContractEvalError
 from matching.llm.config import LLMConfig
-from matching.llm.judge import JUDGES
-from matching.suite import CaseResult, score
 from matching.suite_archive import SuiteArchiveError, check_suite_zip, extract_suite_zip
-from matching.validate import load_contract
 
 from .. import enqueue
 from ..models import (
@@ -39,6 +36,7 @@ from ..models import (
     BatchChunk,
     BatchSource,
     ExtractorName,
+    JudgeKind,
     Project,
     RunMode,
     RunStatus,
@@ -54,6 +52,9 @@ from .common import (
     require_semantic_model,
 )
 from .webhooks import batch_notify
+
+if TYPE_CHECKING:
+    from matching.suite import CaseResult
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +97,8 @@ def _read_suite(folder: Path) -> tuple[dict[str, Any], list[list[Any]]]:
     if not cdir.is_dir() or not cases_file.is_file():
         raise ServiceError(f"not a suite folder: {cdir.name}/ or {cases_file.name} is missing")
     contracts: dict[str, Any] = {}
+    from matching.validate import load_contract  # the engine loads with the first batch
+
     limits = input_limits()
     try:
         for f in sorted(cdir.glob("*.json")):
@@ -143,7 +146,7 @@ def judge_of(evaluator: str) -> str:
     """The judge kind of an evaluator choice (``""`` for ContractEval itself)."""
     if evaluator in ("", CONTRACTEVAL):
         return ""
-    if evaluator.startswith("judge-") and evaluator[6:] in JUDGES:
+    if evaluator.startswith("judge-") and evaluator[6:] in JudgeKind.values:
         return evaluator[6:]
     names = ", ".join(v for v, _ in EVALUATORS)
     raise ServiceError(f"unknown evaluator {evaluator!r}: expected one of {names}")
@@ -153,8 +156,9 @@ def _check_judge(judge: str) -> LLMConfig | None:
     """The LLM settings for a judge batch (None for a ContractEval batch)."""
     if not judge:
         return None
-    if judge not in JUDGES:
-        raise ServiceError(f"unknown judge {judge!r}: expected one of {', '.join(JUDGES)}")
+    if judge not in JudgeKind.values:
+        names = ", ".join(JudgeKind.values)
+        raise ServiceError(f"unknown judge {judge!r}: expected one of {names}")
     config = llm_config()
     if not config.configured:
         raise ServiceError(NO_LLM_FOR_JUDGES)
@@ -329,6 +333,8 @@ def chunk_store(chunk: BatchChunk) -> tuple[BatchChunk, bool]:
 
 def _dedupe(results: list[CaseResult]) -> list[CaseResult]:
     """A case id seen before (in any chunk) is an error, as ``load_suite`` has it."""
+    from matching.suite import CaseResult
+
     seen: Counter[str] = Counter()
     out = []
     for r in results:
@@ -341,6 +347,8 @@ def _dedupe(results: list[CaseResult]) -> list[CaseResult]:
 
 def _scores(batch: Batch, chunks: list[BatchChunk]) -> None:
     """Score the stored chunks into ``batch`` (status DONE)."""
+    from matching.suite import score
+
     results = _dedupe([r for c in chunks for r in case_results(c)])
     scores = score(results, locations=not batch.judge)
     batch.status, batch.error = RunStatus.DONE, ""

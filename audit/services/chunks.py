@@ -16,9 +16,8 @@ import logging
 import time
 import warnings
 import zlib
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
@@ -27,11 +26,12 @@ from matching.errors import ContractEvalError
 from matching.formats import read_case, read_contract
 from matching.llm.client import LLMClient, LLMError, usage_of
 from matching.llm.config import LLMConfig
-from matching.llm.judge import judge_suite
-from matching.suite import CaseResult, Suite, run_suite
 
 from ..models import Batch, BatchChunk, ExtractorName, RunStatus
 from .common import LLMRetry, ServiceError, add_usage, input_limits, llm_config
+
+if TYPE_CHECKING:
+    from matching.suite import CaseResult, Suite
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +97,8 @@ def _contract(batch: Batch, key: str):
 
 def chunk_suite(batch: Batch, chunk: BatchChunk) -> Suite:
     """The chunk's cases as a :class:`Suite`; unreadable lines are its ``errors``."""
+    from matching.suite import Suite  # the engine loads in the worker, not at start-up
+
     suite = Suite({}, [])
     limits = input_limits()
     for lineno, text, error in chunk_lines(chunk):
@@ -148,6 +150,8 @@ def _judge(batch: Batch, chunk: BatchChunk, suite: Suite, progress) -> tuple[lis
     Per-case LLM failures count as wrong, as ``judge_suite`` reports them; but when the
     first cases all fail at the endpoint, the last :class:`LLMError` is raised.
     """
+    from matching.llm.judge import judge_suite
+
     config = llm_config()
     if not config.configured:  # the key went away after the batch was queued
         from .batches import NO_LLM_FOR_JUDGES
@@ -171,6 +175,8 @@ def _judge(batch: Batch, chunk: BatchChunk, suite: Suite, progress) -> tuple[lis
 
 def _evaluate(batch: Batch, chunk: BatchChunk, progress) -> None:
     """Evaluate the chunk's cases into ``chunk.results`` (and verdicts, warnings)."""
+    from matching.suite import run_suite
+
     suite = chunk_suite(batch, chunk)
     if batch.judge:
         results, chunk.verdicts = _judge(batch, chunk, suite, progress)
@@ -200,6 +206,8 @@ def _extractor_client(extractor: str) -> LLMClient | None:
 
 def case_results(chunk: BatchChunk) -> list[CaseResult]:
     """The stored results of a chunk, as the engine's :class:`CaseResult` rows."""
+    from matching.suite import CaseResult
+
     return [
         CaseResult(i, clean, fam, loc, verdict, [tuple(f) for f in fails], error)
         for i, clean, fam, loc, verdict, fails, error in chunk.results or []
@@ -229,6 +237,8 @@ def chunk_execute(*, chunk_id: int, final_attempt: bool = True) -> tuple[BatchCh
     A transient LLM failure of a judge raises :class:`LLMRetry` with the chunk queued
     again, unless ``final_attempt``: then the chunk (and so the batch) fails.
     """
+    from celery.exceptions import SoftTimeLimitExceeded  # chunks run in workers only
+
     from . import batches
 
     chunk, batch = _start(chunk_id)

@@ -13,7 +13,6 @@ from django.db import IntegrityError, transaction
 from matching.errors import ContractEvalError
 from matching.input_limits import InputRefused, check_text, size_of, text_bytes
 from matching.tools import catalogue_document, parse_tools
-from matching.validate import audit_contract, load_contract
 
 from ..models import (
     ID_REGEX,
@@ -206,6 +205,8 @@ def contract_import(
     A contract whose id already exists in the project becomes its next version.
     """
     authorize(user, project.pk, IMPORT)
+    from matching.validate import load_contract  # the engine loads with the first import
+
     try:
         parsed = load_contract(_document_within_limits(source), file=file)
     except ContractEvalError as exc:
@@ -470,6 +471,8 @@ def contract_mark_audited(*, contract: Contract, user) -> Contract:
                 "the contract has no query yet: add one on the Queries tab, since every run"
                 " checks a trace against a query"
             )
+        from matching.validate import audit_contract
+
         audit = audit_contract(contract_document(contract))
         if audit.errors:
             raise ServiceError(

@@ -10,7 +10,6 @@ from django.db import transaction
 from matching.conditioning import condition
 from matching.errors import ContractEvalError
 from matching.formats import contract_from_data
-from matching.validate import audit_contract
 
 from ..models import Contract, Query
 from ..permissions import EDIT, authorize
@@ -46,17 +45,7 @@ def query_save(
     """
     authorize(user, contract.project_id, EDIT)
     editable(contract)
-    doc = {**contract_document(contract), "queries": []}
-    structure = audit_contract(doc)
-    if structure.errors:
-        raise ServiceError(
-            f"fix the contract's {len(structure.errors)} audit error(s) before saving queries"
-            f" (first: {structure.errors[0].message})"
-        )
-    try:
-        condition(contract_from_data(doc), dict(document))
-    except ContractEvalError as exc:
-        raise ServiceError(exc.message) from exc
+    _check_conditions(contract, document)
     with transaction.atomic():
         contract = locked_contract(contract.pk)
         query = contract.queries.filter(query_id=document["id"]).first()
@@ -96,6 +85,23 @@ def query_save(
 
 
 @retry_on_lock
+def _check_conditions(contract: Contract, document: Mapping[str, Any]) -> None:
+    """Raise unless the contract audits clean and the engine can condition on the query."""
+    from matching.validate import audit_contract  # the engine loads with the first save
+
+    doc = {**contract_document(contract), "queries": []}
+    structure = audit_contract(doc)
+    if structure.errors:
+        raise ServiceError(
+            f"fix the contract's {len(structure.errors)} audit error(s) before saving queries"
+            f" (first: {structure.errors[0].message})"
+        )
+    try:
+        condition(contract_from_data(doc), dict(document))
+    except ContractEvalError as exc:
+        raise ServiceError(exc.message) from exc
+
+
 def query_delete(*, query: Query, user, expected_version: int | None) -> None:
     authorize(user, query.contract.project_id, EDIT)
     with transaction.atomic():

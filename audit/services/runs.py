@@ -15,7 +15,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 from django.utils import timezone
@@ -28,12 +28,8 @@ from matching.formats import Observed
 from matching.llm.client import LLMClient, LLMError
 from matching.llm.config import LLMConfig
 from matching.llm.extractor import LLMExtractor
-from matching.llm.judge import judge_invariants
 from matching.outcomes import obligation_outcomes
-from matching.pair_model import Thresholds
-from matching.pipeline import InvariantJudge, Options, judge_trace, reads_enactments
 from matching.uploads import PreparedInput, prepare_input
-from matching.validate import load_contract
 
 from .. import enqueue
 from ..models import (
@@ -64,6 +60,10 @@ from .common import (
 )
 from .webhooks import run_notify
 
+if TYPE_CHECKING:
+    from matching.pair_model import Thresholds
+    from matching.pipeline import InvariantJudge
+
 logger = logging.getLogger(__name__)
 
 NO_LLM_FOR_INVARIANTS = (
@@ -89,6 +89,8 @@ def _document_and_contract(contract: Contract) -> tuple[str, ContractDoc]:
         document = contract_document(contract)
         canonical = json.dumps(document, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        from matching.validate import load_contract  # the engine loads with the first run
+
         cached = (digest, load_contract(document))
         if contract.status == ContractStatus.AUDITED:
             if len(_AUDITED) > 128:
@@ -270,11 +272,15 @@ def _record_run(run: Run) -> None:
 
 def run_contract(run: Run) -> ContractDoc:
     """The contract a run is judged against, read from its rows as they are now."""
+    from matching.validate import load_contract
+
     return load_contract(contract_document(run.contract))
 
 
 def run_enactments(run: Run) -> dict[str, list[str]] | None:
     """The enactments reviewers taught for ``run``'s contract, when its mode reads them."""
+    from matching.pipeline import reads_enactments
+
     return taught_enactments(run.contract) if reads_enactments(run.mode) else None
 
 
@@ -282,6 +288,8 @@ def _evaluate(run: Run) -> tuple[dict[str, Any], dict[str, Any] | None, list[str
     """The report, the overlay payload and warnings of ``run`` (engine only; the LLM's
     model, usage, quote counts and judged invariants are set on ``run``, which the
     caller saves)."""
+    from matching.pipeline import Options, judge_trace
+
     client = _run_client(run)
     extract_with = _llm_extractor(run, client) if run.extractor == ExtractorName.LLM else None
     judge = _invariant_judge(run, client) if run.judge_invariants else None
@@ -337,6 +345,7 @@ def _invariant_judge(run: Run, client: LLMClient | None) -> InvariantJudge | Non
     client's retries) propagates."""
     if client is None:
         return None
+    from matching.llm.judge import judge_invariants
 
     def judge(expected: Expected, observed: Observed) -> dict[str, float]:
         run.judged_invariants = judge_invariants(client, expected, observed)

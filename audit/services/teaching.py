@@ -19,7 +19,6 @@ from django.db import transaction
 from matching.corrections import Corrections
 from matching.errors import ContractEvalError
 from matching.formats import observed_from_data
-from matching.pipeline import Options, judge_trace
 
 from ..models import (
     AuditRecord,
@@ -177,6 +176,8 @@ def _paired_step(run: Run, expected_id: str) -> str:
 def _corrected(run: Run, corrections: Corrections):
     """The report, overlay and assessment of ``run`` with ``corrections`` applied (the
     invariant scores the LLM judged for the run are reused, never asked for again)."""
+    from matching.pipeline import Options, judge_trace  # loads the engine on first use
+
     observed = observed_from_data(run.observed)
     observed.invariants.update(run.judged_invariants or {})
     options = Options(

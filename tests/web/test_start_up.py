@@ -10,15 +10,11 @@ service fails here, naming the chain that brought it in.
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import subprocess
 import sys
-from importlib import import_module
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = (
@@ -137,34 +133,3 @@ print(json.dumps({
         "audit.tasks.run_proposals",
     } <= set(got["registered"])
     assert got["broker"] is True
-
-
-@pytest.mark.parametrize("package", ["matching", "audit.services"])
-def test_every_lazily_exported_name_resolves_to_the_object_of_its_module(package):
-    mod = import_module(package)
-    assert sorted(mod.__all__) == sorted(mod._LAZY)
-    for name in mod.__all__:
-        home = import_module(f"{package}.{mod._LAZY[name]}")
-        assert getattr(mod, name) is getattr(home, name), name
-    with pytest.raises(AttributeError):
-        mod.no_such_name  # noqa: B018
-
-
-@pytest.mark.parametrize("package", ["matching", "audit.services"])
-def test_the_typing_imports_name_the_same_modules_as_the_lazy_exports(package):
-    """The imports under TYPE_CHECKING (for mypy and editors), ``_LAZY`` (for the
-    import on first use) and ``__all__`` list the same names: a name added to one list
-    and not the others fails here. Plain imports would need no lists, but would load
-    the engine (numpy, networkx, jsonschema) with ``manage.py check``."""
-    mod = import_module(package)
-    tree = ast.parse(Path(mod.__file__ or "").read_text(encoding="utf-8"))
-    typing_block = next(
-        n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"
-    )
-    typed = {
-        alias.name: node.module
-        for node in typing_block.body
-        if isinstance(node, ast.ImportFrom)
-        for alias in node.names
-    }
-    assert typed == mod._LAZY
