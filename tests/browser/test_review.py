@@ -165,6 +165,17 @@ def test_a_reviewer_uploads_a_trace_reads_the_overlay_and_records_a_verdict(
     assert page.locator("#overlay .ce-cy-wrap").is_visible()
     assert page.locator("#verdicts").is_visible()
 
+    # and at 1024 x 768: nothing wider than the window, graph and verdict bar in view
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.wait_for_timeout(400)
+    assert page.evaluate("() => document.scrollingElement.scrollWidth <= innerWidth")
+    assert page.evaluate("() => document.scrollingElement.scrollHeight <= innerHeight + 1")
+    assert page.locator("#overlay .ce-cy-wrap").is_visible()
+    assert page.locator("#verdicts").is_visible()
+    shot(page, "review-run-1024")
+    page.set_viewport_size({"width": 1100, "height": 800})
+    page.wait_for_timeout(400)
+
     # a failure in the overlay's list (grouped by family, shown once) selects its place
     assert run.report["failures"], "the example trace skips the ownership check"
     page.locator("#overlay button[data-failure='0']").click()

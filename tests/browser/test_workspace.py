@@ -84,6 +84,18 @@ def test_annotator_confirms_with_the_keyboard_and_adds_a_node_from_a_selection(
     page.wait_for_selector(f'#ws-text [data-n~="{second}"].is-sel')
     shot(page, "workspace")
 
+    # at 1024 x 768 the outline, the text and the node panel still sit side by side
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.wait_for_timeout(300)
+    assert page.evaluate("() => document.scrollingElement.scrollWidth <= innerWidth")
+    for pane in ("#ws-outline", "#ws-text", "#ws-detail"):
+        box = page.locator(pane).bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= 1024 + 0.5, pane
+        assert box["y"] < 768, pane
+    shot(page, "workspace-1024")
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.wait_for_timeout(300)
+
     # a text selection offers "new node"; n opens the form with the quote
     assert page.evaluate(SELECT_TEXT, FINISH)
     page.wait_for_selector("#sel-toolbar:not([hidden])")
