@@ -25,7 +25,7 @@ VENV_PATH := PATH=$(CURDIR)/$(BIN):$$PATH
 
 .PHONY: run serve test test-postgres install install-dev static model lint bench bench-batch \
 	bench-cold-start loadtest seed-runs results suite train bench-semantic bench-review bench-test-loop \
-	bench-all clean-venv
+	bench-workspace bench-reads bench-all clean-venv
 
 $(BIN)/python:
 	@test -n "$(PYTHON)" || { echo "Python >= 3.12 not found (set PYTHON=...)"; exit 1; }
@@ -103,17 +103,17 @@ bench: install
 
 # Cold start: manage.py check beside a bare Django project and one with a DRF viewset.
 bench-cold-start: install
-	$(BIN)/python bench/cold_start.py --runs 15
+	$(BIN)/python bench/cold_start.py --runs 15 --doc
 
 # The batch throughput benchmark: the fixture suite through the API with 1, 2 and 4
-# worker processes on PostgreSQL and Redis (docs/benchmarks.md).
+# worker processes on PostgreSQL and Redis, and a killed worker: docs/benchmarks-batch.md.
 BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/contracteval_bench
 bench-batch: install
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python deploy/ensure_database.py
-	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/batch_throughput.py
+	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/batch_throughput.py --kill --doc
 
 # The load test: 100,000 runs seeded into BENCH_DATABASE_URL, then `make serve` and
-# locust headless (20 users; LOADTEST_TIME=60s). Figures in docs/benchmarks.md.
+# locust headless (20 users; LOADTEST_TIME=60s): docs/benchmarks-load.md.
 LOADTEST_USERS ?= 20
 LOADTEST_TIME ?= 60s
 SEED_RUNS ?= 100000
@@ -128,7 +128,7 @@ seed-runs: install
 loadtest: install $(VENV)/.bench
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python deploy/ensure_database.py
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/loadtest.py \
-		--users $(LOADTEST_USERS) --time $(LOADTEST_TIME) --runs $(SEED_RUNS)
+		--users $(LOADTEST_USERS) --time $(LOADTEST_TIME) --runs $(SEED_RUNS) --doc
 
 suite: install
 	$(BIN)/python -m fixtures.authoring.build
@@ -154,17 +154,31 @@ bench-review: install
 bench-test-loop: install
 	$(BIN)/python scripts/bench_test_loop.py
 
-# Every benchmark that needs nothing beyond this machine's PostgreSQL and Redis, one
-# after the other (docs/benchmarks.md). It takes long (the load test alone seeds 100,000
-# runs) and its figures mean something only on an idle machine: run it on one.
+# The reads at SEED_RUNS runs (seeded first): query plans, CPU per request, analytics;
+# docs/benchmarks-query-plans.md, -requests.md and -analytics.md.
+bench-reads: seed-runs
+	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/explain_runs.py --doc
+	DATABASE_URL=$(BENCH_DATABASE_URL) DB_CONN_MAX_AGE=60 $(BIN)/python bench/request_cpu.py -n 30 --doc
+	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/analytics.py --doc
+
+# A reviewer's requests on a contract of 1,000 nodes: docs/benchmarks-workspace.md.
+bench-workspace: install
+	$(BIN)/python scripts/bench_workspace.py --nodes 1000 --repeat 25 --doc
+
+# Every benchmark, one after the other, then docs/benchmarks.md (their index). It takes
+# long (the load test alone seeds 100,000 runs) and its figures mean something only on
+# an idle machine: run it on one.
 bench-all:
 	$(MAKE) bench
 	$(MAKE) bench-cold-start
+	$(MAKE) bench-workspace
 	$(MAKE) bench-semantic
 	$(MAKE) bench-review
 	$(MAKE) bench-test-loop
 	$(MAKE) bench-batch
 	$(MAKE) loadtest
+	$(MAKE) bench-reads
+	$(BIN)/python bench/index.py
 
 clean-venv:
 	rm -rf $(VENV)

@@ -7,7 +7,9 @@ per week, a comparison of two agent versions, and the analytics page and API ans
 through Django's test client (best of ``--repeat``).
 
     DATABASE_URL=sqlite:////tmp/bench.sqlite3 python bench/seed_runs.py --runs 100000
-    DATABASE_URL=sqlite:////tmp/bench.sqlite3 python bench/analytics.py
+    DATABASE_URL=sqlite:////tmp/bench.sqlite3 python bench/analytics.py [--doc]
+
+``--doc`` writes ``docs/benchmarks-analytics.md`` (``make bench-reads``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bench import doc  # noqa: E402
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contracteval_site.settings")
 
 
@@ -47,7 +51,9 @@ def rates_from_overlays(contract, runs) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--doc", action="store_true", help="write docs/benchmarks-analytics.md")
     args = parser.parse_args()
+    load = os.getloadavg()[0]
     import django
 
     django.setup()
@@ -78,8 +84,25 @@ def main() -> None:
         "API": lambda: get(api),
     }
     print(f"{runs.count():,} finished runs of {contract.key} v{contract.version}")
+    rows = []
     for name, fn in timings.items():
-        print(f"{name:<36} {1000 * best(fn, args.repeat):8.0f} ms")
+        ms = 1000 * best(fn, args.repeat)
+        rows.append([name, f"{ms:,.0f}"])
+        print(f"{name:<36} {ms:8.0f} ms")
+    if args.doc:
+        doc.write(
+            "analytics",
+            title=f"compliance analytics at {runs.count():,} runs",
+            command=f"make bench-reads (bench/analytics.py --repeat {args.repeat} --doc)",
+            method=__doc__.split("\n\n")[1],
+            machine_line=doc.machine(doc.postgres_version(), load=load),
+            body=[
+                f"{runs.count():,} finished runs of `{contract.key}` v{contract.version};"
+                f" best of {args.repeat}.",
+                "",
+                *doc.table(["read", "wall ms"], rows),
+            ],
+        )
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ processes; when a third of it is done the worker is SIGKILLed and restarted, and
 script checks that every case is counted once.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/contracteval_bench \\
-        python bench/batch_throughput.py [--processes 1 2 4] [--kill] [--json OUT]
+        python bench/batch_throughput.py [--processes 1 2 4] [--kill] [--json OUT] [--doc]
+
+``--doc`` writes ``docs/benchmarks-batch.md`` (``make bench-batch``).
 """
 
 from __future__ import annotations
@@ -27,8 +29,22 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bench import doc  # noqa: E402
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contracteval_site.settings")
 BROKER = os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/12")
+TARGET_SPEED_UP = 1.6  # 2 processes against 1, medians
+METHOD = """
+The fixture suite (1,400 cases, token mode) posted to ``POST /api/batches/`` as the
+reviewer, with one Celery worker of 1, 2 and 4 prefork processes on PostgreSQL and
+Redis, timed from the POST to the batch's "done" (the worker is up and idle first, and
+this process, the web server of the POSTs, is warmed as gunicorn's master warms its
+workers). Where the time went: the sum and maximum of the chunks' evaluation time, how
+long after the POST the first chunk started, and the time from the last chunk stored to
+the scores. The kill run posts a 16,800-case batch (the suite twelve times, case ids
+made distinct) to a 2-process worker, SIGKILLs the whole worker when a third is done,
+starts a new one, and counts every case once.
+"""
 
 
 def start_worker(queue: str, processes: int, visibility: int = 30) -> subprocess.Popen:
@@ -180,7 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kill", action="store_true", help="also the 16,800-case kill run")
     parser.add_argument("--repeat", type=int, default=3, help="batches per process count")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--doc", action="store_true", help="write docs/benchmarks-batch.md")
     args = parser.parse_args(argv)
+    load = os.getloadavg()[0]
     os.environ["CELERY_BROKER_URL"] = BROKER
     import django
 
@@ -216,7 +234,75 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(out["kill"]))
     if args.json:
         args.json.write_text(json.dumps(out, indent=1) + "\n")
+    if args.doc:
+        flags = f"--repeat {args.repeat}" + (" --kill" if args.kill else "")
+        doc.write(
+            "batch",
+            title="suite batches over worker processes",
+            command=f"make bench-batch (bench/batch_throughput.py {flags} --doc)",
+            method=METHOD,
+            machine_line=doc.machine(doc.postgres_version(), doc.redis_version(BROKER), load=load),
+            body=_body(out, args.repeat),
+        )
     return 0
+
+
+def _body(out: dict, repeat: int) -> list[str]:
+    """The figures of ``out`` as the document's tables."""
+    rows = []
+    for p, median in out["median_cases_per_second"].items():
+        runs = [r for r in out["throughput"] if r["processes"] == p]
+        rows.append(
+            [
+                p,
+                f"**{median:,.1f}**",
+                ", ".join(f"{r['cases_per_second']:,.1f}" for r in runs),
+                f"{statistics.median(r['chunk_seconds_sum'] for r in runs):.2f} s",
+                f"{statistics.median(r['first_chunk_after_post'] for r in runs):.2f} s",
+                f"{statistics.median(r['scoring_seconds'] for r in runs):.2f} s",
+            ]
+        )
+    header = ["processes", "cases/s, median", f"each of {repeat}", "chunks' time, summed"]
+    body = doc.table([*header, "POST → first chunk", "last chunk → scores"], rows)
+    medians = out["median_cases_per_second"]
+    if 1 in medians and 2 in medians:
+        ratio = medians[2] / medians[1]
+        met = "met" if ratio >= TARGET_SPEED_UP else "not met"
+        body += [
+            "",
+            f"2 processes against 1: **{ratio:.2f}×** (target ≥ {TARGET_SPEED_UP}×: {met}).",
+        ]
+    if "kill" in out:
+        k = out["kill"]
+        once = k["case_rows"] == k["distinct_case_ids"] == k["scored_cases"] == k["cases"]
+        body += ["", "## Killed and restarted mid-way", ""]
+        body += doc.table(
+            [
+                "cases",
+                "killed at",
+                "status",
+                "scored",
+                "case rows",
+                "distinct ids",
+                "chunks run twice",
+                "wall",
+                "every case once",
+            ],
+            [
+                [
+                    f"{k['cases']:,}",
+                    f"{k['killed_at_done']:,}",
+                    k["status"],
+                    f"{k['scored_cases']:,}",
+                    f"{k['case_rows']:,}",
+                    f"{k['distinct_case_ids']:,}",
+                    k["chunks_run_twice"],
+                    f"{k['seconds']} s",
+                    "yes" if once else "**no**",
+                ]
+            ],
+        )
+    return body
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@
 
 One line per query: execution time, the index that serves it, whether the database
 sorted every matching row (a top-N sort over the project) or read in index order.
-``--full`` prints the plans.
+``--full`` prints the plans; ``--doc`` writes ``docs/benchmarks-query-plans.md``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bench import doc  # noqa: E402
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contracteval_site.settings")
+
+
+METHOD = """
+EXPLAIN ANALYZE, on the database seeded by ``bench/seed_runs.py`` (analysed), of the
+queries behind the run reads: the API list with its filters, the runs page and the inbox
+(the page's 50 rows), beside two ways no longer used (a page count, the membership
+join). Each row: execution time, the first scan of the plan, and whether the database
+read in index order or sorted every matching row.
+"""
+ROWS: list[list[str]] = []
 
 
 def summary(name: str, qs, full: bool) -> str:
@@ -24,12 +36,14 @@ def summary(name: str, qs, full: bool) -> str:
     lines = text.splitlines()
     scans = [x.strip().split("  (")[0].lstrip("-> ") for x in lines if "Scan" in x]
     took = next(x for x in lines if "Execution Time" in x).split(":")[1].strip()
-    sorted_all = "top-N heapsort" in text
-    out = f"{name:<36} {took:>10}  {'SORTS ALL ROWS' if sorted_all else 'index order'}  {scans[0]}"
+    order = "sorts every row" if "top-N heapsort" in text else "index order"
+    ROWS.append([name.strip(), took, order, f"`{scans[0]}`"])
+    out = f"{name:<36} {took:>10}  {order}  {scans[0]}"
     return out + ("\n" + text + "\n" if full else "")
 
 
 def main() -> int:
+    load = os.getloadavg()[0]
     import django
 
     django.setup()
@@ -62,6 +76,15 @@ def main() -> int:
     user = get_user_model().objects.get(username="reviewer")
     old = Run.objects.filter(project__memberships__user=user, project__slug="demo")
     print(summary("(before) api list, membership join", old[:50], full))
+    if "--doc" in sys.argv:
+        doc.write(
+            "query-plans",
+            title=f"query plans at {Run.objects.count():,} runs",
+            command="make bench-reads (bench/explain_runs.py --doc)",
+            method=METHOD,
+            machine_line=doc.machine(doc.postgres_version(), load=load),
+            body=doc.table(["query", "execution", "order", "first scan"], ROWS),
+        )
     return 0
 
 

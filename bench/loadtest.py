@@ -11,7 +11,7 @@
    each route, against the targets (reads p95 < 100 ms, p99 < 250 ms; creation p95 <
    150 ms; 0 errors), with the CPU the server, PostgreSQL and locust used per request
    and warnings about the database (no statistics, autovacuum off). ``--json OUT``
-   writes the same figures as JSON.
+   writes the same figures as JSON; ``--doc`` writes ``docs/benchmarks-load.md``.
 """
 
 from __future__ import annotations
@@ -29,9 +29,23 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bench import doc  # noqa: E402
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contracteval_site.settings")
 VAR = ROOT / "var"
 BIN = Path(sys.executable).parent
+# p95 and p99 ms of reads, p95 ms of run creation
+TARGETS = {"read": {"p95_ms": 100, "p99_ms": 250}, "create run": {"p95_ms": 150}}
+METHOD = """
+Seeds the database up to the given number of runs and analyses it, starts ``make serve``
+on it (gunicorn with cores + 1 workers warmed in the master, a Celery worker and beat at
+``nice 10``, private Redis databases for the broker and the shared cache), runs
+``bench/locustfile.py`` headless (think time 0.5–1.5 s; reads of the runs list, inbox,
+run page, status poll and API, and run creation, by the task weights of the locust
+file), waits for the queue to drain, and reports exact percentiles over all reads and
+over run creation, with the CPU the server's processes, PostgreSQL and locust used per
+request.
+"""
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -221,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=100_000)
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--doc", action="store_true", help="write docs/benchmarks-load.md")
     args = parser.parse_args(argv)
     broker = os.environ.get("LOADTEST_BROKER_URL", "redis://127.0.0.1:6379/11")
     cache = os.environ.get("LOADTEST_CACHE_URL", "redis://127.0.0.1:6379/13")
@@ -269,7 +284,72 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(report, indent=1))
     if args.json:
         args.json.write_text(json.dumps(report, indent=1) + "\n")
+    if args.doc:
+        doc.write(
+            "load",
+            title=f"load test at {report['runs_in_database']:,} runs",
+            command=f"make loadtest (bench/loadtest.py --users {args.users} --time {args.time}"
+            f" --runs {args.runs} --doc)",
+            method=METHOD,
+            machine_line=doc.machine(
+                doc.postgres_version(), doc.redis_version(broker), load=load_before
+            ),
+            body=_body(report),
+        )
     return 0
+
+
+def _verdict(group: str, row: dict[str, float]) -> str:
+    """Whether ``row`` met its group's targets (and had no error)."""
+    bars = TARGETS.get(group)
+    if not bars:
+        return ""
+    met = row["errors"] == 0 and all(row[k] < v for k, v in bars.items())
+    words = ", ".join(f"{k.split('_')[0]} < {v}" for k, v in bars.items())
+    return f"{words}, 0 errors: {'met' if met else '**not met**'}"
+
+
+def _body(report: dict) -> list[str]:
+    """The report as the document's tables."""
+    summary, cpu = report["summary"], report["cpu_ms_per_request"]
+    order = ["read", "create run", *sorted(k for k in summary if k not in ("read", "create run"))]
+    rows = [
+        [
+            g,
+            summary[g]["requests"],
+            summary[g]["errors"],
+            summary[g]["p50_ms"],
+            f"**{summary[g]['p95_ms']}**",
+            summary[g]["p99_ms"],
+            _verdict(g, summary[g]),
+        ]
+        for g in order
+        if g in summary
+    ]
+    body = [
+        f"{report['users']} users for {report['duration']}; {report['runs_created']:,} runs"
+        f" created, {report['queue_pending_after']} still queued after the drain"
+        f" ({report['drain_seconds']} s).",
+        "",
+        *doc.table(["requests", "count", "errors", "p50 ms", "p95 ms", "p99 ms", "target"], rows),
+        "",
+        "CPU per request while locust ran:",
+        "",
+        *doc.table(
+            ["web, worker and beat", "PostgreSQL", "locust"],
+            [
+                [
+                    f"{cpu['web_worker_beat']} ms",
+                    f"{cpu['postgres_all_databases']} ms",
+                    f"{cpu['locust']} ms",
+                ]
+            ],
+        ),
+    ]
+    if report["database_warnings"]:
+        body += ["", "Warnings about the database:", ""]
+        body += [f"- {w}" for w in report["database_warnings"]]
+    return body
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ in production.
 
 ``--profile N`` prints the N functions with the most cumulative time (``--sort
 tottime``: own time) for each route (cProfile on CPU time over the measured requests).
+``--doc`` writes ``docs/benchmarks-requests.md`` (``make bench-reads``).
 """
 
 from __future__ import annotations
@@ -130,7 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--routes", default="", help="comma-separated substrings of names")
     parser.add_argument("--profile", type=int, default=0, metavar="N")
     parser.add_argument("--sort", default="cumulative", help="pstats order for --profile")
+    parser.add_argument("--doc", action="store_true", help="write docs/benchmarks-requests.md")
     args = parser.parse_args(argv)
+    load = os.getloadavg()[0]
     import django
 
     django.setup()
@@ -142,15 +145,34 @@ def main(argv: list[str] | None = None) -> int:
     print(f"CONN_MAX_AGE={age}")
     head = f"{'route':<30} {'cpu ms':>7} {'min':>6} {'queries':>7} {'db ms':>6}"
     print(f"{head} {'wall ms':>8} {'p95':>6}")
+    rows = []
     for name, call in table.items():
         profiler = cProfile.Profile(time.process_time) if args.profile else None
         m = measure(call, args.n, profiler)
+        rows.append(
+            [name, f"{m['cpu']:.1f} ({m['cpu_min']:.1f})", f"{m['queries']:.0f}", f"{m['db']:.1f}"]
+        )
         print(
             f"{name:<30} {m['cpu']:7.1f} {m['cpu_min']:6.1f} {m['queries']:7.0f} {m['db']:6.1f}"
             f" {m['wall']:8.1f} {m['p95']:6.1f}"
         )
         if profiler:
             pstats.Stats(profiler).sort_stats(args.sort).print_stats(args.profile)
+    if args.doc:
+        from bench import doc
+
+        doc.write(
+            "requests",
+            title="CPU per request",
+            command=f"make bench-reads (bench/request_cpu.py -n {args.n} --doc)",
+            method=__doc__.split("\n\n    DATABASE_URL")[0].split("\n\n", 1)[1],
+            machine_line=doc.machine(doc.postgres_version(), load=load),
+            body=[
+                f"{args.n} requests per route after a warm-up one; `CONN_MAX_AGE={age}`.",
+                "",
+                *doc.table(["route", "CPU ms, median (least)", "queries", "database ms"], rows),
+            ],
+        )
     return 0
 
 

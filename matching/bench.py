@@ -71,6 +71,7 @@ def machine() -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "loadavg_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+        "date": time.strftime("%-d %B %Y, %H:%M UTC", time.gmtime()),
     }
 
 
@@ -318,8 +319,8 @@ def render(res: dict[str, Any]) -> str:
     """The benchmark results as readable text."""
     m, s = res["machine"], res["suite"]
     out = [
-        f"machine: {m['nproc']} CPU(s), {m['cpu']}, Python {m['python']},"
-        f" load average {m['loadavg_1min']}",
+        f"machine: {m['nproc']} cores ({m['cpu']}), Python {m['python']};"
+        f" 1-minute load average {m['loadavg_1min'] or 0:.2f} at the start; {m.get('date', '')}",
         "",
         f"suite: {s['cases']} generated cases over {s['contracts']} contracts"
         f" (~{s['nodes_per_contract']:.0f} nodes each); oracle mislabelled {s['oracle_mislabelled']}",

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import re
 import signal
 import socket
@@ -36,6 +35,9 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from bench import doc  # noqa: E402
+
 OUT = ROOT / "docs" / "benchmarks-review.md"
 BIN = ROOT / ".venv" / "bin"
 TRACES = ROOT / "fixtures" / "taubench" / "traces"
@@ -180,9 +182,9 @@ def render(out: dict[str, list[float]], load: float, chars: list[int]) -> str:
             "",
             (__doc__ or "").split("\n\n", 1)[1].strip(),
             "",
-            f"Machine: {os.cpu_count()} cores, Python {platform.python_version()},"
-            f" {platform.machine()}; 1-minute load average {load:.2f} before the first step."
-            f" Traces: {len(chars)} real τ-bench airline traces of {min(chars):,}–{max(chars):,}"
+            doc.machine(load=load),
+            "",
+            f"Traces: {len(chars)} real τ-bench airline traces of {min(chars):,}–{max(chars):,}"
             " characters (fixtures/taubench), one per task, semantic mode, behaviour extractor.",
             "",
             "| step | times | median s | slowest s |",

@@ -13,7 +13,6 @@ cost grows with steps × obligations.
 
 from __future__ import annotations
 
-import platform
 import statistics
 import sys
 import time
@@ -21,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-
+from bench import doc  # noqa: E402
 from matching.behaviour import extract_behaviour  # noqa: E402
 from matching.conditioning import condition  # noqa: E402
 from matching.devset import load_devset  # noqa: E402
@@ -71,8 +70,9 @@ def main() -> int:
         "",
         __doc__.split("\n\n", 1)[1].strip(),
         "",
-        f"Machine: Python {platform.python_version()}, {platform.machine()}, "
-        f"{len(items)} traces of `fixtures/taubench`.",
+        doc.machine(),
+        "",
+        f"Traces: {len(items)} of `fixtures/taubench`.",
         "",
         "## Development-set traces by length",
         "",

@@ -10,7 +10,6 @@ part of the loop and is not counted.
 from __future__ import annotations
 
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -18,6 +17,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from bench import doc  # noqa: E402
+
 OUT = ROOT / "docs" / "benchmarks-test-loop.md"
 BIN = ROOT / ".venv" / "bin"
 SLOWEST = 15
@@ -72,8 +74,7 @@ def main() -> int:
         "",
         (__doc__ or "").split("\n\n", 1)[1].strip(),
         "",
-        f"Machine: {os.cpu_count()} cores, Python {platform.python_version()},"
-        f" {platform.machine()}; 1-minute load average {load:.2f} before the first step.",
+        doc.machine(load=load),
         "",
         "| step | tests passed | wall |",
         "| --- | ---: | ---: |",

@@ -46,3 +46,19 @@ def test_the_layout_names_every_module_and_subpackage():
                     if not m.name.startswith("_") and m.name not in names
                 ]
     assert unlisted == []
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def test_every_relative_link_of_the_readme_and_docs_names_a_file_that_exists():
+    """Images and pages the docs link to exist (a link's #anchor is not checked)."""
+    missing = []
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for target in LINK.findall(doc.read_text(encoding="utf-8")):
+            path = target.split("#", 1)[0]
+            if not path or "://" in path or path.startswith("mailto:"):
+                continue
+            if not (doc.parent / path).exists():
+                missing.append(f"{doc.relative_to(ROOT)}: {target}")
+    assert missing == []

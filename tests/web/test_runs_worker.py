@@ -6,8 +6,6 @@ commits), routed to a queue of this test's own worker.
 
 from __future__ import annotations
 
-import os
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,7 +21,6 @@ from .workers import REDIS_URL, new_queue, redis_up, start_worker, stop_worker, 
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.worker]
-BENCH_OUT = os.environ.get("CONTRACTEVAL_BATCH_BENCH")  # a file to append the timing to
 
 
 @pytest.fixture
@@ -104,27 +101,16 @@ def test_a_worker_runs_the_full_fixture_suite_as_one_batch(
     limits = settings.INPUT_LIMITS
     big = max(limits.suite_archive_bytes, len(archive or b""))
     settings.INPUT_LIMITS = replace(limits, suite_archive_bytes=big)
-    t0 = time.perf_counter()
     batch = batches.batch_create(
         project=project, user=users["reviewer"], mode=mode, archive=archive, name="full suite"
     )
-    queued = time.perf_counter()
     seen: list[int] = []
     wait_for(batch, proc, 600, seen)
-    wall = time.perf_counter() - queued
     assert batch.status == "done", f"batch is {batch.status!r} {batch.error}; {_output(proc)}"
     assert batch.done == batch.total == n == batch.scores["cases"]
     assert seen == sorted(seen)  # progress only moves forward
     assert batch.scores["detection_accuracy"] >= 0.95
     assert Batch.objects.count() == 1
-    line = (
-        f"batch through the worker: {n} cases, mode {mode}, {batch.seconds:.2f} s in the task,"
-        f" {wall:.2f} s from enqueue to done (validation before enqueue {queued - t0:.2f} s)"
-    )
-    print(line)
-    if BENCH_OUT:
-        with open(BENCH_OUT, "a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
 
 
 def test_a_worker_on_the_embedded_sqlite_broker_completes_a_run(

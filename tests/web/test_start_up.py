@@ -1,4 +1,4 @@
-"""The web app starts without the engine's heavy imports (docs/benchmarks.md, "Cold start").
+"""The web app starts without the engine's heavy imports (docs/performance.md, "Start-up").
 
 Settings, the URLconf and ``manage.py check`` load the views, the API, the models and
 the guards; none of them may import numpy, networkx, scipy, jsonschema, the OpenAI SDK,
