@@ -16,6 +16,7 @@ redirect is not followed, since it could lead to an address the URL check refuse
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import http.client
@@ -118,14 +119,18 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-_OPENER = urllib.request.build_opener(_NoRedirect)
+@functools.cache
+def _opener() -> urllib.request.OpenerDirector:
+    """The one opener of every delivery, built on first use: building it loads the
+    system's CA certificates, which the web app's start-up does not need."""
+    return urllib.request.build_opener(_NoRedirect)
 
 
 def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int | None, str]:
     """POST ``body``: ``(status code, error)``; no status code when nothing answered."""
     request = urllib.request.Request(url, data=body, headers=headers, method="POST")
     try:
-        with _OPENER.open(request, timeout=settings.WEBHOOK_TIMEOUT_SECONDS) as response:
+        with _opener().open(request, timeout=settings.WEBHOOK_TIMEOUT_SECONDS) as response:
             response.read(4096)
             return response.status, ""
     except urllib.error.HTTPError as exc:
