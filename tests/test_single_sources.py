@@ -109,3 +109,22 @@ def test_the_schema_check_reads_every_enumeration_it_should():
         if any(path.endswith(f".{suffix}") for suffix in EXPECTED_ENUMS)
     ]
     assert len(found) == 5, found
+
+
+STATIC = Path(__file__).resolve().parents[1] / "static"
+
+
+@pytest.mark.parametrize(
+    ("stylesheet", "selector"),
+    [("css/review.css", ".f-{}"), ("css/overlay.css", ".ce-fam--{}")],
+)
+def test_every_family_has_its_colour_in_the_stylesheets(stylesheet, selector):
+    css = (STATIC / stylesheet).read_text(encoding="utf-8")
+    missing = [f for f in FAMILIES if selector.format(f) + " " not in css]
+    assert missing == [], f"{stylesheet} has no {selector} rule for {missing}"
+
+
+def test_the_judge_prompt_describes_every_family():
+    from matching.llm.judge import JUDGE_PROMPT
+
+    assert [f for f in FAMILIES if f"\n- {f}: " not in JUDGE_PROMPT] == []

@@ -13,6 +13,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from matching.model import FAMILIES
+
 from .. import services
 from ..fields import form_status
 from ..filters import RunListFilter, filter_values
@@ -35,14 +37,8 @@ METRIC_NAMES = {
 }
 
 
-FAMILY_NAMES = {
-    "wrong_branch": "Wrong branch",
-    "omission": "Omission",
-    "ordering": "Ordering",
-    "extra_action": "Extra action",
-    "invariant_violation": "Invariant violation",
-    "output_contract": "Output contract",
-}
+# every family reads as its name: "wrong_branch" is "Wrong branch"
+FAMILY_NAMES = {f: f.replace("_", " ").capitalize() for f in FAMILIES}
 
 
 # The filter's choices: a run's three-way assessment (semantic mode).

@@ -60,14 +60,8 @@
     wrong_branch: "wrong branch",
     extra: "extra action",
   };
-  const FAMILY_NAMES = {
-    wrong_branch: "Wrong branch",
-    omission: "Omission",
-    ordering: "Ordering",
-    extra_action: "Extra action",
-    invariant_violation: "Invariant",
-    output_contract: "Output contract",
-  };
+  // a family reads as its name, as the server's pages write it: "wrong_branch" is "Wrong branch"
+  const familyName = (f) => (f ? f.charAt(0).toUpperCase() + f.slice(1).replace(/_/g, " ") : "");
   const METRIC_NAMES = {
     required_recall: "Required recall",
     observed_precision: "Observed precision",
@@ -682,7 +676,7 @@
         const list = h("ol", { class: "ce-fails" });
         const count = p.failures.filter((x) => x.family === f.family).length;
         const box = h("details", { class: "ce-fail-group", open: "" }, [
-          h("summary", {}, [chip("fam", f.family, FAMILY_NAMES[f.family] || f.family), h("span", { class: "ce-muted", text: " " + count })]),
+          h("summary", {}, [chip("fam", f.family, familyName(f.family)), h("span", { class: "ce-muted", text: " " + count })]),
           list,
         ]);
         groups.set(f.family, list);
@@ -697,7 +691,7 @@
           onclick: () => this.select("failure", String(i)),
         }, [
           h("span", { class: "ce-fail-top" }, [
-            chip("fam", f.family, FAMILY_NAMES[f.family] || f.family),
+            chip("fam", f.family, familyName(f.family)),
             h("code", { class: "ce-loc", text: f.location }),
           ]),
           h("span", { class: "ce-fail-detail", text: f.detail }),
@@ -1167,7 +1161,7 @@
     if (!idx.length) return null;
     return h("div", { class: "ce-d-row" }, [
       h("span", { class: "ce-d-k", text: "Failures" }),
-      ...idx.map((i) => this.link("failure", String(i), (FAMILY_NAMES[this.p.failures[i].family] || "") + " at " + this.p.failures[i].location)),
+      ...idx.map((i) => this.link("failure", String(i), familyName(this.p.failures[i].family) + " at " + this.p.failures[i].location)),
     ]);
   };
 
@@ -1223,7 +1217,7 @@
       if (f) box.appendChild(f);
     } else if (sel.kind === "failure") {
       const f = this.p.failures[Number(sel.id)];
-      box.appendChild(h("div", { class: "ce-d-title" }, [chip("fam", f.family, FAMILY_NAMES[f.family] || f.family), h("code", { text: f.location })]));
+      box.appendChild(h("div", { class: "ce-d-title" }, [chip("fam", f.family, familyName(f.family)), h("code", { text: f.location })]));
       box.appendChild(h("p", { class: "ce-d-detail", text: f.detail }));
       const links = [
         ...f.nodes.map((x) => this.link("node", x, this.nodes.get(x) ? this.nodes.get(x).label : x)),
