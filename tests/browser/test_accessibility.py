@@ -1,4 +1,5 @@
-"""WCAG 2.1 AA on the workspace, the run page, the inbox, the live traces and the webhooks, checked by axe-core
+"""WCAG 2.1 AA on the workspace, the run page, the inbox, the live traces, the webhooks,
+blind annotation, the members, team and adjudication pages, checked by axe-core
 (vendored from npm into static/vendor/ by `make static`): no serious or critical
 violation."""
 
@@ -147,3 +148,45 @@ def test_blind_annotation_and_the_members_page_have_no_serious_or_critical_viola
         page.wait_for_selector(ready)
         found[name] = _violations(page, live_server.url)
     assert found == {"blind": [], "members": []}
+
+
+def test_the_team_and_adjudication_pages_have_no_serious_or_critical_violations(
+    live_server, page, django_user_model
+):
+    require_service(Path(AXE).exists(), f"{AXE} missing: run `make static`")
+    project = Project.objects.create(name="Team", slug="team")
+    users = {}
+    for name, role in (
+        ("boss", "admin"),
+        ("a1", "annotator"),
+        ("a2", "annotator"),
+        ("cur", "reviewer"),
+    ):
+        users[name] = django_user_model.objects.create_user(username=name, password=PASSWORD)
+        Membership.objects.create(project=project, user=users[name], role=role)
+    doc = json.loads((ROOT / "fixtures" / "demo" / "refund-mini.json").read_text())
+    contract = services.contract_import(project=project, user=users["boss"], source=doc)
+    contract.nodes.update(review_status="proposed")
+    services.double_annotation_set(contract=contract, by=users["boss"], enabled=True)
+    for name, role in (("a1", "annotator"), ("a2", "annotator"), ("cur", "reviewer")):
+        services.assignment_create(
+            project=project, user=users[name], by=users["boss"], role=role, contract=contract
+        )
+    for i, node in enumerate(contract.nodes.order_by("position")):
+        services.decision_record(node=node, user=users["a1"], action="confirm")
+        action = "reject" if i == 2 else "confirm"  # one disagreement for the curator
+        services.decision_record(node=node, user=users["a2"], action=action)
+    services.adjudication_start(contract=contract, user=users["cur"])
+    page.goto(f"{live_server.url}/login/")
+    page.fill("input[name=username]", "cur")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    found = {}
+    for name, url, ready in [
+        ("team", f"/c/{contract.pk}/team/", "[data-testid=assignment]"),
+        ("adjudication", f"/c/{contract.pk}/adjudicate/", "[data-testid=adjudication-row]"),
+    ]:
+        page.goto(live_server.url + url)
+        page.wait_for_selector(ready)
+        found[name] = _violations(page, live_server.url)
+    assert found == {"team": [], "adjudication": []}
