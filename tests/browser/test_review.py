@@ -243,3 +243,39 @@ def test_a_batch_shows_progress_then_the_family_table(
     rows = page.locator("[data-testid=family-table] tbody tr").count()
     assert rows == len(batch.__class__.objects.get(pk=batch.pk).scores["per_family"]) + 2
     shot(page, "review-batch")
+
+
+def test_a_trace_over_the_limit_is_refused_before_queueing_and_a_queued_run_never_reloads(
+    live_server, page, reviewer, slow_worker
+):
+    """A 2 MB upload gets the limit's message and no run; a run that waits for a worker
+    polls its status in place (no navigation) until it is done, then shows the report."""
+    _login(page, live_server)
+    page.goto(f"{live_server.url}/p/demo/runs/")
+    options = page.eval_on_selector_all(
+        "select[name=target] option", "els => els.map(e => e.value)"
+    )
+    target = next(v for v in options if v.endswith("|q1"))
+    page.select_option("select[name=target]", target)
+    big = ("[assistant] " + "x" * 96 + "\n") * 20_000  # 2.1 MB of text
+    page.set_input_files(
+        "input[name=file]", {"name": "big.txt", "mimeType": "text/plain", "buffer": big.encode()}
+    )
+    page.click("text=Run the check")
+    page.wait_for_selector("#new-run .errorlist, #new-run [role=alert]")
+    message = page.inner_text("#new-run")
+    assert "limit" in message and "bytes" in message, message
+    assert Run.objects.count() == 0
+
+    page.select_option("select[name=target]", target)
+    page.fill("textarea[name=text]", json.dumps(CHAT, indent=1))
+    page.click("text=Run the check")
+    page.wait_for_selector("[data-testid=run-status]")
+    navigations: list[str] = []
+    page.on("framenavigated", lambda frame: navigations.append(frame.url))
+    page.wait_for_timeout(2_000)  # four polls while the run is queued
+    assert navigations == []
+    assert page.get_attribute("[data-testid=run-status]", "data-status") == "queued"
+    slow_worker.set()
+    page.wait_for_selector("[data-testid=run-summary]", timeout=20_000)
+    assert len(navigations) <= 1  # at most the one move to the finished report
