@@ -133,7 +133,9 @@ def _cut(text: Any, limit: int = STEP_TEXT_SHOWN) -> Any:
     return text[: limit - 1].rstrip() + "\u2026"
 
 
-def page_payload(overlay: Mapping[str, Any], trace_in_page: bool) -> dict[str, Any]:
+def page_payload(
+    overlay: Mapping[str, Any], trace_in_page: bool, *, in_parts: bool = False
+) -> dict[str, Any]:
     """The overlay as the run's page embeds it for the viewer: each step's label and
     description cut to :data:`STEP_TEXT_SHOWN` characters and, with ``trace_in_page``,
     without the trace text, which the viewer reads from the page's own ``<pre>``
@@ -141,11 +143,13 @@ def page_payload(overlay: Mapping[str, Any], trace_in_page: bool) -> dict[str, A
 
     The text stays in the payload when the HTML parser would not give it back as it
     is: a carriage return becomes a line feed, a leading line feed of a ``<pre>`` is
-    dropped, and either would shift every span after it.
+    dropped, and either would shift every span after it. A trace the page loads in
+    parts (``in_parts``, audit/selectors/trace.py) is always left out: each part is
+    an element of its own and carries a carriage return as a character reference.
     """
     trace = dict(overlay.get("trace") or {})
     text = trace.get("text") or ""
-    if trace_in_page and "\r" not in text and not text.startswith("\n"):
+    if in_parts or (trace_in_page and "\r" not in text and not text.startswith("\n")):
         trace["text"] = None
     observed = [
         {**o, "label": _cut(o.get("label")), "description": _cut(o.get("description"))}

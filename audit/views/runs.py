@@ -7,7 +7,7 @@ import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
+from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -24,6 +24,7 @@ from ..permissions import RUN, TEACH, VERDICT, has_role, project_for, run_for
 from ..selectors import exports
 from ..selectors import runs as run_reads
 from ..selectors import teaching as teaching_reads
+from ..selectors import trace as trace_reads
 from ..services.jobs import run_is_stale
 from .common import LimitFirstPage, attachment, poll
 
@@ -128,12 +129,11 @@ def run_create(request, slug):
 def run_context(run, membership, verdict_form=None, verdict_error=""):
     report = run.report or {}
     overlay = run.overlay
+    trace_text, observed_nodes = trace_reads.run_trace(run)
+    parts = trace_reads.trace_parts(trace_text, observed_nodes)
+    payload = None
     if overlay is not None:
-        trace_text = overlay.get("trace", {}).get("text", "")
-        observed_nodes = overlay.get("observed", [])
-    else:
-        trace_text = (run.observed.get("source") or {}).get("text", "")
-        observed_nodes = run.observed.get("nodes", [])
+        payload = run_reads.page_payload(overlay, trace_in_page=True, in_parts=len(parts) > 1)
     metrics = [
         (
             METRIC_NAMES[m],
@@ -152,8 +152,11 @@ def run_context(run, membership, verdict_form=None, verdict_error=""):
         "failures": failures[: run_reads.FAILURES_LISTED],
         "failures_more": max(0, len(failures) - run_reads.FAILURES_LISTED),
         "metrics": metrics,
-        "payload": None if overlay is None else run_reads.page_payload(overlay, trace_in_page=True),
-        "segments": run_reads.trace_segments(trace_text, observed_nodes),
+        "payload": payload,
+        "overlay_url": None
+        if payload is None or trace_reads.overlay_inline(payload)
+        else reverse("audit:run_overlay", args=[run.pk]),
+        "part": parts[0],
         "observed_nodes": observed_nodes,
         "verdicts": list(run.verdicts.select_related("reviewer")),
         "can_verdict": has_role(membership.role, VERDICT),
@@ -169,6 +172,30 @@ def run_context(run, membership, verdict_form=None, verdict_error=""):
 def run_detail(request, pk):
     run, membership = run_for(request.user, pk)
     return render(request, "audit/run.html", run_context(run, membership))
+
+
+@login_required
+@require_GET
+def run_trace_part(request, pk, index):
+    """One part of a long trace (the page inlines the first): the next part's link
+    follows it, as the page's script and htmx load them."""
+    run, _ = run_for(request.user, pk)
+    part = trace_reads.trace_part(run, index)
+    if part is None:
+        raise Http404("no such part of the trace")
+    return render(request, "audit/run.html#trace_part", {"run": run, "part": part})
+
+
+@login_required
+@require_GET
+def run_overlay(request, pk):
+    """The overlay's payload of a run whose page does not inline it (a long one)."""
+    run, _ = run_for(request.user, pk)
+    if run.overlay is None:
+        raise Http404("this run has no overlay")
+    in_parts = len(trace_reads.trace_parts(*trace_reads.run_trace(run))) > 1
+    payload = run_reads.page_payload(run.overlay, trace_in_page=True, in_parts=in_parts)
+    return JsonResponse(payload, json_dumps_params={"ensure_ascii": False})
 
 
 @login_required

@@ -12,7 +12,9 @@
  * Or declaratively (no inline script): <div data-contracteval-overlay="payload-script-id">,
  * where the id names a <script type="application/json"> (Django's json_script). With
  * data-trace-text="pre-id", a payload whose trace.text is null takes the text of that
- * element (the run page's <pre>), so that the page carries a long trace once.
+ * element (the run page's <pre>), so that the page carries a long trace once; a trace
+ * the page loads in parts is drawn part by part as they arrive. With
+ * data-overlay-url (and an empty data-contracteval-overlay), the payload is fetched.
  *
  * Pairing in the graph: with data-teach="<id>" naming the run page's correction box (its
  * pair form and unpair forms), a "Pair steps" button draws the observed steps under the
@@ -824,7 +826,8 @@
         traceSpans.push({ start: s.start, end: s.end, owner: "observed:" + o.id, cls: "ce-obs ce-obs--" + o.status + (o.weak ? " ce-obs--weak" : ""), badge: k === 0 ? o.id : null })
       );
     }
-    this.traceMarks = renderSpans(this.traceBox, p.trace.text || "", traceSpans, (owner) => this.selectOwner(owner));
+    if (this.opts.traceParts) this.drawTraceParts(traceSpans);
+    else this.traceMarks = renderSpans(this.traceBox, p.trace.text || "", traceSpans, (owner) => this.selectOwner(owner));
     let outputBlock = null;
     if (p.trace.output !== null && p.trace.output !== undefined) {
       outputBlock = h("div", { class: "ce-output" }, [h("div", { class: "ce-output-h", text: "Final output" }), h("pre", { class: "ce-output-body", tabindex: "0", text: p.trace.output })]);
@@ -1138,7 +1141,7 @@
     }
     if (!firstTrace && relatedObs.length) firstTrace = (this.traceMarks.get("observed:" + relatedObs[0]) || [])[0] || null;
     scrollIntoPanel(this.artBox, firstArt);
-    scrollIntoPanel(this.traceBox, firstTrace);
+    this.scrollTrace(firstTrace);
     for (const x of obsIds) {
       const b = this.extraList.querySelector('[data-observed="' + CSS.escape(x) + '"]');
       if (b) b.classList.add("is-selected");
@@ -1149,6 +1152,94 @@
     }
     this.root.setAttribute("data-selected", kind + ":" + id);
     this.showDetails({ kind, id });
+    this.selectWhenDrawn(kind, id, how, obsIds.length ? obsIds : relatedObs.slice(0, 1));
+  };
+
+  // ------------------------------------------------------------------ a trace in parts
+  /* A long trace comes in parts (the run page's <pre>, audit/selectors/trace.py; the
+   * `traceParts` option reads and loads them): the pane draws the parts loaded so far,
+   * each a block the browser lays out only near the view (content-visibility), loads
+   * the next when the pane's end comes into view, and loads up to a step's evidence
+   * before showing it. */
+  Overlay.prototype.drawTraceParts = function (spans) {
+    this.traceSpans = spans;
+    this.traceMarks = new Map();
+    this.traceShown = 0;
+    this.tracePartsShown = 0;
+    this.traceTail = h("div", { class: "ce-trace-more", "data-testid": "overlay-trace-more", text: "Loading the rest of the trace\u2026" });
+    this.traceBox.appendChild(this.traceTail);
+    this.traceIO = new IntersectionObserver(
+      (entries) => {
+        if (entries.some((e) => e.isIntersecting)) this.loadTrace(this.traceShown + 1);
+      },
+      { root: this.traceBox, rootMargin: "0px 0px 600px 0px" }
+    );
+    this.appendTrace();
+  };
+
+  // Draw the parts the page's <pre> holds beyond those the pane shows, one block each.
+  Overlay.prototype.appendTrace = function () {
+    const parts = this.opts.traceParts;
+    for (const part of parts.list().slice(this.tracePartsShown)) {
+      const from = this.traceShown;
+      const to = from + part.length;
+      const clipped = [];
+      for (const s of this.traceSpans) {
+        if (s.end <= from || s.start >= to) continue;
+        const start = Math.max(s.start, from) - from;
+        clipped.push(Object.assign({}, s, { start, end: Math.min(s.end, to) - from, badge: s.start >= from ? s.badge : null }));
+      }
+      const box = h("div", { class: "ce-trace-part" });
+      const marks = renderSpans(box, part, clipped, (owner) => this.selectOwner(owner));
+      for (const [owner, list] of marks) {
+        if (!this.traceMarks.has(owner)) this.traceMarks.set(owner, []);
+        this.traceMarks.get(owner).push(...list);
+      }
+      this.traceBox.insertBefore(box, this.traceTail);
+      this.traceShown = to;
+      this.tracePartsShown += 1;
+    }
+    this.traceIO.unobserve(this.traceTail);
+    if (parts.done()) {
+      this.traceTail.remove();
+      this.traceIO.disconnect();
+    } else {
+      this.traceIO.observe(this.traceTail); // a fresh look: is the end still in view?
+    }
+  };
+
+  /* A promise: the trace drawn at least up to offset `end` (or to its last part). */
+  Overlay.prototype.loadTrace = function (end) {
+    this.appendTrace();
+    const parts = this.opts.traceParts;
+    if (this.traceShown >= end || parts.done()) return Promise.resolve();
+    return parts.next().then((ok) => (ok ? this.loadTrace(end) : undefined));
+  };
+
+  /* Scroll the trace pane to `el`. A trace in parts scrolls again over the next frames:
+   * the parts it passes are laid out only now, and their real height moves `el`. */
+  Overlay.prototype.scrollTrace = function (el, frames) {
+    scrollIntoPanel(this.traceBox, el);
+    if (!this.opts.traceParts || !el) return;
+    frames = frames === undefined ? 3 : frames;
+    if (frames > 0) requestAnimationFrame(() => this.scrollTrace(el, frames - 1));
+  };
+
+  // A selection whose evidence lies in a part not loaded yet: load it, then select again.
+  Overlay.prototype.selectWhenDrawn = function (kind, id, how, obsIds) {
+    if (!this.opts.traceParts || this.opts.traceParts.done()) return;
+    let need = 0;
+    for (const x of obsIds) {
+      const o = this.obs.get(x);
+      for (const sp of (o && o.spans) || []) need = Math.max(need, sp.end);
+    }
+    if (need <= this.traceShown) return;
+    this.root.setAttribute("data-trace-loading", "true");
+    this.loadTrace(need).then(() => {
+      this.root.removeAttribute("data-trace-loading");
+      const s = this.selection;
+      if (s && s.kind === kind && s.id === id) this.select(kind, id, Object.assign({}, how, { keepView: true }));
+    });
   };
 
   // ------------------------------------------------------------------ details card
@@ -1406,21 +1497,81 @@
     return new Overlay(root, payload, options);
   }
 
+  /* The views of the page's overlays (one entry each). A long payload is fetched from
+   * data-overlay-url: its view joins the list when it arrives. */
   function mountAll(doc) {
     const out = [];
     for (const el of (doc || document).querySelectorAll("[data-contracteval-overlay]")) {
+      const url = el.getAttribute("data-overlay-url");
       const src = document.getElementById(el.getAttribute("data-contracteval-overlay"));
-      if (!src) continue;
-      const teachId = el.getAttribute("data-teach");
-      const teach = teachId ? readTeach(document.getElementById(teachId)) : null;
-      const payload = JSON.parse(src.textContent);
-      // The page carries a long trace once: in its <pre>, whose text the payload left out.
-      const traceId = el.getAttribute("data-trace-text");
-      const pre = traceId ? document.getElementById(traceId) : null;
-      if (pre && payload.trace && payload.trace.text == null) payload.trace.text = pre.textContent;
-      out.push(mount(el, payload, teach ? { teach } : undefined));
+      if (url) {
+        if (el.hasAttribute("data-overlay-loading")) continue;
+        el.setAttribute("data-overlay-loading", "");
+        fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+          .then((r) => (r.ok ? r.json() : Promise.reject(new Error("overlay: " + r.status))))
+          .then((payload) => out.push(mountFrom(el, payload)))
+          .catch((err) => console.error(err))
+          .finally(() => el.removeAttribute("data-overlay-loading"));
+      } else if (src) {
+        out.push(mountFrom(el, JSON.parse(src.textContent)));
+      }
     }
     return out;
+  }
+
+  function mountFrom(el, payload) {
+    const teachId = el.getAttribute("data-teach");
+    const teach = teachId ? readTeach(document.getElementById(teachId)) : null;
+    const opts = teach ? { teach } : {};
+    // The page carries a long trace once: in its <pre>, whose text the payload left out;
+    // a longer one in parts, of which the <pre> holds those loaded so far.
+    const traceId = el.getAttribute("data-trace-text");
+    const pre = traceId ? document.getElementById(traceId) : null;
+    if (pre && payload.trace && payload.trace.text == null) {
+      payload.trace.text = partsText(pre);
+      if (pre.querySelector("a.trace-more")) opts.traceParts = traceParts(pre);
+    }
+    return mount(el, payload, opts);
+  }
+
+  function partsText(pre) {
+    const parts = pre.querySelectorAll(".trace-part");
+    return parts.length ? Array.from(parts, (p) => p.textContent).join("") : pre.textContent;
+  }
+
+  /* The parts of a long trace in the page's <pre>: list() of the texts of those loaded, done(), and next(), a
+   * promise of the next part (true once it is in the <pre>, false if it failed), fetched
+   * by its "trace-more" link's own htmx request (one at a time: hx-sync drop). */
+  function traceParts(pre) {
+    let pending = null;
+    const next = () => {
+      const more = pre.querySelector("a.trace-more");
+      if (!more) return Promise.resolve(false);
+      return new Promise((resolve) => {
+        const done = (ok) => {
+          watch.disconnect();
+          document.body.removeEventListener("htmx:responseError", failed);
+          document.body.removeEventListener("htmx:sendError", failed);
+          resolve(ok);
+        };
+        const watch = new MutationObserver(() => {
+          if (!more.isConnected) done(true);
+        });
+        const failed = (ev) => {
+          if (ev.detail && ev.detail.elt === more) done(false);
+        };
+        watch.observe(pre, { childList: true, subtree: true });
+        document.body.addEventListener("htmx:responseError", failed);
+        document.body.addEventListener("htmx:sendError", failed);
+        global.htmx.process(more); // a link just swapped in may not be wired up yet
+        global.htmx.trigger(more, "trace-more");
+      });
+    };
+    return {
+      list: () => Array.from(pre.querySelectorAll(".trace-part"), (p) => p.textContent),
+      done: () => !pre.querySelector("a.trace-more"),
+      next: () => pending || (pending = next().finally(() => (pending = null))),
+    };
   }
 
   global.ContractEvalOverlay = { mount, mountAll, STATE_COLORS, version: 1 };
@@ -1432,7 +1583,9 @@
     else auto();
     // A correction re-renders the run's reading in place: mount the graph it brings.
     document.addEventListener("htmx:afterSettle", () => {
-      const fresh = Array.from(document.querySelectorAll("[data-contracteval-overlay]")).some((el) => !el.hasChildNodes());
+      const fresh = Array.from(document.querySelectorAll("[data-contracteval-overlay]")).some(
+        (el) => !el.hasChildNodes() && !el.hasAttribute("data-overlay-loading")
+      );
       // after a paint: the reviewer reads the new headline while the graph is laid out
       const mount = () => (global.ContractEvalOverlay.views = mountAll(document));
       if (fresh) requestAnimationFrame(() => setTimeout(mount, 0));

@@ -187,6 +187,7 @@ def _values(w: World, pattern: str) -> dict[str, Any]:
         "hook_pk": w.webhook.pk,
         "family": "omission",
         "part": "obligations",
+        "index": 0,
         "case_id": "any-case",
         "fmt": "json",
         "format": "json",
