@@ -1,5 +1,5 @@
 """The team API: queues, assignments, double annotation, blind decisions,
-adjudication, agreement and comments. Roles as in the UI; an annotator never reads
+adjudication, agreement, comments and your notifications. Roles as in the UI; an annotator never reads
 another annotator's decisions (nor the agreement) before adjudication starts."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from rest_framework import status
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework import generics, status
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -23,6 +24,7 @@ from .permissions import (
     VIEW,
     comment_for,
     contract_for,
+    notification_for,
     project_for,
 )
 from .selectors import team as team_reads
@@ -35,6 +37,7 @@ from .team_serializers import (
     DecisionCreateSerializer,
     DecisionSerializer,
     DoubleAnnotationSerializer,
+    NotificationSerializer,
     ResolveSerializer,
 )
 
@@ -285,6 +288,33 @@ class CommentResolveView(APIView):
             comment=comment, user=request.user, resolved=d["resolved"]
         )
         return Response(CommentSerializer(row).data)
+
+
+class NotificationsView(generics.ListAPIView):
+    """Your notifications (comments that mention you), the unread first, newest first
+    within each; ``?unread=1``: the unread only. Paged: ``{count, next, previous,
+    results}``."""
+
+    serializer_class = NotificationSerializer
+
+    @extend_schema(
+        parameters=[OpenApiParameter("unread", OpenApiTypes.BOOL, description="1: the unread only")]
+    )
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        unread = self.request.query_params.get("unread", "") in ("1", "true", "yes", "on")
+        return team_reads.notifications_of(self.request.user, unread_only=unread)
+
+
+class NotificationReadView(APIView):
+    @extend_schema(request=None, responses={200: NotificationSerializer})
+    def post(self, request, pk):
+        """Mark one of your notifications read (anyone else's: 404)."""
+        notification = notification_for(request.user, pk)
+        row = _call(services.notification_mark_read, notification=notification, user=request.user)
+        return Response(NotificationSerializer(row).data)
 
 
 class ProjectAgreementView(APIView):

@@ -89,6 +89,12 @@ urlpatterns = [
     path(
         "comments/<int:pk>/resolve/", api_team.CommentResolveView.as_view(), name="comment-resolve"
     ),
+    path("notifications/", api_team.NotificationsView.as_view(), name="notifications"),
+    path(
+        "notifications/<int:pk>/read/",
+        api_team.NotificationReadView.as_view(),
+        name="notification-read",
+    ),
     path(
         "projects/<slug:slug>/agreement/",
         api_team.ProjectAgreementView.as_view(),

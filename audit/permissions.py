@@ -25,6 +25,7 @@ from .models import (
     IngestedTrace,
     IngestToken,
     Membership,
+    Notification,
     Project,
     Role,
     RoutingRule,
@@ -193,6 +194,17 @@ def comment_for(user: Any, pk: int, minimum: str = VIEW) -> tuple[Comment, Membe
     if comment is None:
         raise Http404("no such comment")
     return comment, require(user, comment.contract.project_id, minimum)
+
+
+def notification_for(user: Any, pk: int) -> Notification:
+    """Notification ``pk`` if it is ``user``'s own (anyone else's is a 404: a user never
+    learns that another's exists)."""
+    if not user.is_authenticated:
+        raise Http404("no such notification")
+    notification = Notification.objects.filter(pk=pk, user=user).first()
+    if notification is None:
+        raise Http404("no such notification")
+    return notification
 
 
 def assigned(user: Any, contract: Contract, role: str = AssignmentRole.ANNOTATOR) -> bool:

@@ -1,4 +1,5 @@
-"""Serializers of the team API (assignments, decisions, curation, comments)."""
+"""Serializers of the team API (assignments, decisions, curation, comments,
+notifications)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,14 @@ from typing import Any
 
 from rest_framework import serializers
 
-from .models import AnnotatorDecision, Assignment, AssignmentRole, Comment, DecisionAction
+from .models import (
+    AnnotatorDecision,
+    Assignment,
+    AssignmentRole,
+    Comment,
+    DecisionAction,
+    Notification,
+)
 
 
 class AssignmentSerializer(serializers.ModelSerializer):
@@ -78,3 +86,27 @@ class CommentCreateSerializer(serializers.Serializer):
 
 class ResolveSerializer(serializers.Serializer):
     resolved = serializers.BooleanField()
+
+
+class NotificationSerializer(serializers.ModelSerializer):
+    """A comment that mentions you: where it is, who wrote it, and whether you read it."""
+
+    comment = serializers.IntegerField(source="comment_id", read_only=True)
+    project = serializers.CharField(source="comment.contract.project.slug", read_only=True)
+    contract = serializers.IntegerField(source="comment.contract_id", read_only=True)
+    about = serializers.CharField(source="comment.target_label", read_only=True)
+    author = serializers.CharField(
+        source="comment.author.username", read_only=True, allow_null=True
+    )
+    body = serializers.CharField(source="comment.body", read_only=True)
+    unread = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Notification
+        fields = [
+            *("id", "comment", "project", "contract", "about", "author", "body"),
+            *("created_at", "read_at", "unread"),
+        ]
+
+    def get_unread(self, obj: Notification) -> bool:
+        return obj.read_at is None

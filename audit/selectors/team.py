@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, Q
+from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
 from django.http import Http404
 
 from matching.agreement import compare
@@ -435,3 +435,24 @@ def my_notifications(user: Any, project: Project | None = None) -> list[Any]:
     if project is not None:
         rows = rows.filter(comment__contract__project=project)
     return list(rows.distinct()[:50])
+
+
+def notifications_of(user: Any, unread_only: bool = False) -> QuerySet[Any]:
+    """Every notification of ``user`` in the projects they are still a member of: the
+    unread first, newest first within each (only the unread with ``unread_only``)."""
+    from ..models import Notification
+
+    rows = Notification.objects.filter(
+        user=user, comment__contract__project__memberships__user=user
+    )
+    if unread_only:
+        rows = rows.filter(read_at__isnull=True)
+    unread = ExpressionWrapper(Q(read_at__isnull=True), output_field=BooleanField())
+    return (
+        rows.annotate(unread=unread)
+        .select_related("comment__author", "comment__contract__project", "comment__run")
+        .select_related("comment__node", "comment__invariant")
+        .select_related("comment__edge__source", "comment__edge__target")
+        .order_by("-unread", "-created_at", "-pk")
+        .distinct()
+    )

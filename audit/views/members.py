@@ -11,8 +11,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from .. import services
-from ..models import Membership, Notification, Role
-from ..permissions import ASSIGN, VIEW, has_role, project_for
+from ..models import Membership, Role
+from ..permissions import ASSIGN, VIEW, has_role, notification_for, project_for
 from ..team_forms import MemberForm, RoleForm
 from .common import form_errors
 
@@ -95,7 +95,7 @@ def member_remove(request, slug, member_pk):
 @require_POST
 def notification_read(request, pk):
     """Mark one of your own notifications read (anyone else's is a 404)."""
-    notification = get_object_or_404(Notification, pk=pk, user=request.user)
+    notification = notification_for(request.user, pk)
     services.notification_mark_read(notification=notification, user=request.user)
     back = request.POST.get("next", "")
     if not url_has_allowed_host_and_scheme(back, {request.get_host()}):

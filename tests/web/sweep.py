@@ -168,6 +168,7 @@ def _values(w: World, pattern: str) -> dict[str, Any]:
     pk["notifications"] = w.notification.pk
     api_pk = {"contracts": w.draft.pk, "queries": w.query.pk, "runs": w.run.pk}
     api_pk |= {"batches": w.batch.pk, "assignments": w.assignment.pk, "comments": w.comment.pk}
+    api_pk["notifications"] = w.notification.pk
     head = pattern.split("/", 1)[0]
     api = re.match(r"api/\^?(\w+)", pattern)
     return {
