@@ -12,7 +12,13 @@ Playwright as a reviewer would:
   the broker, the page polls twice a second); the first run also loads the sentence
   model in the worker and is reported apart;
 - *a correction*: mark one step as commentary in the correction table and apply; the
-  run's reading is re-rendered in place; then *revert* it.
+  run's reading is re-rendered in place; then *revert* it;
+- *the longest trace*: a run of the largest trace the input limits accept (512 KiB in
+  1,000 steps, each an extra action), evaluated before the steps above; its page, each
+  part of its trace and the overlay's payload fetched with the browser's session (bytes
+  and wall time of each response), then the page opened until the overlay draws its
+  trace, and a failure in the last part clicked until its evidence shows. The web
+  process's resident memory is read from /proc before and after.
 
 Each figure is wall time in the browser, from the click to the element the reviewer
 reads. Run it on an idle machine with the venv installed.
@@ -30,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
@@ -114,6 +121,137 @@ print(c.pk)
 """
 
 
+# The largest run the input limits accept: trace_bytes in trace_events events, tool
+# calls and agent sentences in turn (as tests/web/sweep.py trace_of), each a step.
+LOAD_LONG = """
+from django.contrib.auth import get_user_model
+from audit import services
+from audit.models import Contract
+from matching.input_limits import Limits
+limits, lines = Limits(), []
+per = limits.trace_bytes // limits.trace_events
+for i in range(limits.trace_events):
+    if i % 2 == 0:
+        head, tail = f'[tool] lookup_order(order_id="{1000 + i}", note="', '")\\n'
+    else:
+        head, tail = f"[assistant] I checked order {1000 + i} and the payment is confirmed. ", "\\n"
+    lines.append(head + "x" * (per - len(head) - len(tail)) + tail)
+text = "".join(lines)
+text += "x" * (limits.trace_bytes - len(text.encode()))
+user = get_user_model().objects.get(username="reviewer")
+contract = Contract.objects.get(key="refund-mini", status="audited")
+run, _ = services.run_create(contract=contract, user=user, query_key="q1", kind="text", data=text)
+run = services.run_execute(run_id=run.pk)
+assert run.status == "done", run.error
+last = run.overlay["observed"][-1]["id"]
+print(run.pk, next(i for i, f in enumerate(run.overlay["failures"]) if last in f["observed"]))
+"""
+LONG_TIMES = 5
+
+
+def long_run(env: dict[str, str]) -> tuple[int, int]:
+    """The pk of the largest run and the index of a failure in its trace's last part."""
+    done = subprocess.run(
+        [str(BIN / "python"), "manage.py", "shell", "-c", LOAD_LONG],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    pk, failure = done.stdout.strip().splitlines()[-1].split()
+    return int(pk), int(failure)
+
+
+def memory_kib(pid: int, field: str) -> int:
+    """``VmRSS`` or ``VmHWM`` (the peak) of process ``pid``, in KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise SystemExit(f"no {field} for process {pid}")
+
+
+def long_rounds(request, url: str, pk: int, pid: int, out: dict[str, list[float]]) -> list[float]:
+    """LONG_TIMES rounds of the page, each part and the payload: the resident memory of
+    process ``pid`` after each (bytes and seconds into ``out``)."""
+    rss = []
+    for _ in range(LONG_TIMES):
+        next_url: str | None = f"{url}/r/{pk}/"
+        key = "page"
+        while next_url:
+            t0 = time.perf_counter()
+            body = request.get(next_url).body()
+            out[key + "_s"].append(time.perf_counter() - t0)
+            out[key].append(len(body))
+            more = re.search(rb'<a class="trace-more" href="([^"]+)"', body)
+            next_url, key = (f"{url}{more.group(1).decode()}" if more else None), "part"
+        t0 = time.perf_counter()
+        out["overlay"].append(len(request.get(f"{url}/r/{pk}/overlay.json").body()))
+        out["overlay_s"].append(time.perf_counter() - t0)
+        rss.append(memory_kib(pid, "VmRSS") / 1024)
+    return rss
+
+
+def gunicorn_rounds(env: dict[str, str], pk: int) -> list[float]:
+    """The same rounds against one gunicorn sync worker (``make serve``'s process model)
+    on the same database: its worker's resident memory after each."""
+    port = free_port()
+    server = subprocess.Popen(
+        [str(BIN / "gunicorn"), "contracteval_site.wsgi:application", "-w", "1"]
+        + ["-b", f"127.0.0.1:{port}"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(200):
+            children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+            if children:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                    break
+                except OSError:
+                    pass
+            time.sleep(0.1)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page()
+            url = f"http://127.0.0.1:{port}"
+            page.goto(f"{url}/login/")
+            page.fill("input[name=username]", "reviewer")
+            page.fill("input[name=password]", "review-demo")
+            page.click("button[type=submit]")
+            scratch: dict[str, list[float]] = defaultdict(list)
+            rss = [memory_kib(int(children[0]), "VmRSS") / 1024]
+            rss += long_rounds(page.request, url, pk, int(children[0]), scratch)
+            browser.close()
+        return rss
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+
+
+def measure_long(page, url: str, run: tuple[int, int], pid: int) -> dict[str, list[float]]:
+    """Bytes and seconds of each response of the longest run's page, and the browser's."""
+    pk, failure = run
+    out: dict[str, list[float]] = {"page": [], "page_s": [], "part": [], "part_s": []}
+    out |= {"overlay": [], "overlay_s": [], "shown_s": [], "failure_s": []}
+    out["rss_before"] = [memory_kib(pid, "VmRSS") / 1024]
+    out["rss_rounds"] = long_rounds(page.request, url, pk, pid, out)
+    out["rss_peak"] = [memory_kib(pid, "VmHWM") / 1024]
+    for _ in range(LONG_TIMES):
+        t0 = time.perf_counter()
+        page.goto(f"{url}/r/{pk}/")
+        page.wait_for_selector(".ce-text--trace .ce-trace-part")
+        out["shown_s"].append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        page.locator(f".ce-side button.ce-fail[data-failure='{failure}']").click()
+        page.locator(".ce-text--trace mark.is-selected").first.wait_for(timeout=60_000)
+        out["failure_s"].append(time.perf_counter() - t0)
+    return out
+
+
 def airline_pk(env: dict[str, str]) -> int:
     code = (
         "from audit.models import Contract; print(Contract.objects.get(key='taubench-airline').pk)"
@@ -129,7 +267,7 @@ def airline_pk(env: dict[str, str]) -> int:
     return int(done.stdout.strip().splitlines()[-1])
 
 
-def measure(url: str, contract: int) -> dict[str, list[float]]:
+def measure(url: str, contract: int, long: tuple[int, int], pid: int) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {"run": [], "correct": [], "revert": []}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -138,6 +276,7 @@ def measure(url: str, contract: int) -> dict[str, list[float]]:
         page.fill("input[name=username]", "reviewer")
         page.fill("input[name=password]", "review-demo")
         page.click("button[type=submit]")
+        out |= measure_long(page, url, long, pid)
         for i, (task, text) in enumerate(traces()):
             page.goto(f"{url}/p/demo/runs/new/")
             page.select_option("select[name=target]", f"{contract}|t{task}")
@@ -194,8 +333,49 @@ def render(out: dict[str, list[float]], load: float, chars: list[int]) -> str:
             row("correction applied and re-rendered in place", out["correct"]),
             row("revert to the engine's reading", out["revert"]),
             "",
+            *render_long(out),
         ]
     )
+
+
+def render_long(out: dict[str, list[float]]) -> list[str]:
+    def row(name: str, sizes: list[float], seconds: list[float]) -> str:
+        return (
+            f"| {name} | {len(seconds)} | {max(sizes):,.0f} | {statistics.median(seconds):.3f}"
+            f" | {max(seconds):.3f} |"
+        )
+
+    parts = len(out["part"]) // LONG_TIMES
+    return [
+        "## The longest trace",
+        "",
+        f"One run of a 524,288-byte trace in 1,000 steps: its page and its {parts} further"
+        " parts, fetched in the browser's session, and the overlay's payload (wall time"
+        " over the loopback: the server's time to answer).",
+        "",
+        "| response | times | largest bytes | median s | slowest s |",
+        "| --- | ---: | ---: | ---: | ---: |",
+        row("run page (the trace's first part inline)", out["page"], out["page_s"]),
+        row("a further part of the trace", out["part"], out["part_s"]),
+        row("the overlay's payload", out["overlay"], out["overlay_s"]),
+        "",
+        f"The web process: {out['rss_before'][0]:.0f} MiB resident before the first of these"
+        " requests; after each round (the page, its parts, the payload) "
+        + ", ".join(f"{x:.0f}" for x in out["rss_rounds"])
+        + f" MiB; {out['rss_peak'][0]:.0f} MiB at the peak (VmHWM). That is the development"
+        " server of `make run` (a thread per connection). One gunicorn sync worker, the"
+        " process of `make serve`, on the same database: "
+        + ", ".join(f"{x:.0f}" for x in out["gunicorn_rss"])
+        + " MiB, before the first round and after each.",
+        "",
+        "| in the browser | times | median s | slowest s |",
+        "| --- | ---: | ---: | ---: |",
+        f"| page opened until the overlay draws the trace | {LONG_TIMES}"
+        f" | {statistics.median(out['shown_s']):.2f} | {max(out['shown_s']):.2f} |",
+        f"| a failure in the last part clicked until its evidence shows | {LONG_TIMES}"
+        f" | {statistics.median(out['failure_s']):.2f} | {max(out['failure_s']):.2f} |",
+        "",
+    ]
 
 
 def main() -> int:
@@ -209,7 +389,9 @@ def main() -> int:
         port = free_port()
         procs = start(env, port)
         try:
-            out = measure(f"http://127.0.0.1:{port}", airline_pk(env))
+            long = long_run(env)
+            out = measure(f"http://127.0.0.1:{port}", airline_pk(env), long, procs[0].pid)
+            out["gunicorn_rss"] = gunicorn_rounds(env, long[0])
         finally:
             for p in procs:
                 p.send_signal(signal.SIGTERM)

@@ -35,6 +35,10 @@ _MARK_BYTES = 60
 _PIECE_CHARS = TRACE_PART_BYTES // 8
 
 
+# What a part or the overlay's payload reads of a run (not its report, input or usage).
+TRACE_FIELDS = ("overlay", "observed")
+
+
 @dataclass
 class TracePart:
     index: int

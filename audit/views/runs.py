@@ -179,7 +179,7 @@ def run_detail(request, pk):
 def run_trace_part(request, pk, index):
     """One part of a long trace (the page inlines the first): the next part's link
     follows it, as the page's script and htmx load them."""
-    run, _ = run_for(request.user, pk)
+    run, _ = run_for(request.user, pk, only=trace_reads.TRACE_FIELDS)
     part = trace_reads.trace_part(run, index)
     if part is None:
         raise Http404("no such part of the trace")
@@ -190,7 +190,7 @@ def run_trace_part(request, pk, index):
 @require_GET
 def run_overlay(request, pk):
     """The overlay's payload of a run whose page does not inline it (a long one)."""
-    run, _ = run_for(request.user, pk)
+    run, _ = run_for(request.user, pk, only=trace_reads.TRACE_FIELDS)
     if run.overlay is None:
         raise Http404("this run has no overlay")
     in_parts = len(trace_reads.trace_parts(*trace_reads.run_trace(run))) > 1
