@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import generics, status
-from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -28,6 +28,7 @@ from .permissions import (
     project_for,
 )
 from .selectors import team as team_reads
+from .services.concurrency import ConflictError
 from .team_serializers import (
     AssignmentCreateSerializer,
     AssignmentSerializer,
@@ -54,9 +55,18 @@ def _node(contract, node_id: str) -> Node:
     )
 
 
+class Conflict(APIException):
+    """A write based on a version that is no longer the current one."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "conflict"
+
+
 def _call(fn, **kwargs):
     try:
         return fn(**kwargs)
+    except ConflictError as exc:
+        raise Conflict(str(exc)) from exc
     except services.ServiceError as exc:
         raise ValidationError({"detail": [str(exc)]}) from exc
 

@@ -142,7 +142,11 @@ class BlindSpanForm(forms.Form):
     start = forms.IntegerField(min_value=0)
     end = forms.IntegerField(min_value=1)
     remove = forms.BooleanField(required=False)
-    expected_version = forms.IntegerField(min_value=1, required=False)
+    # the version of the copy the annotator saw (0: no decision yet), as every write
+    # of the workspace names the version it was based on
+    expected_version = forms.IntegerField(
+        min_value=0, error_messages={"required": "send the version of your copy you saw"}
+    )
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

@@ -25,6 +25,7 @@ from ..models import (
 )
 from ..permissions import ASSIGN, CURATE, EDIT, assigned, has_role, require
 from .common import ServiceError, editable, record
+from .concurrency import ConflictError
 
 BOOL_FIELDS = ("required", "explicit")
 TEXT_FIELDS = {"label": 500, "description": 10_000}
@@ -171,17 +172,31 @@ def decision_record(
     with transaction.atomic():
         mine = AnnotatorDecision.objects.select_for_update().filter(node=node, user=user).first()
         if mine is None:
+            _check_copy_version(node, mine, expected_version)
             return AnnotatorDecision.objects.create(
                 contract=contract, node=node, user=user, action=action, fields=cleaned
             )
-        if expected_version is not None and mine.version != expected_version:
-            raise ServiceError(
-                f"your decision on {node.node_id} changed meanwhile (now version"
-                f" {mine.version}); reload and decide again"
-            )
+        _check_copy_version(node, mine, expected_version)
         mine.action, mine.fields, mine.version = action, cleaned, mine.version + 1
         mine.save(update_fields=["action", "fields", "version", "updated_at"])
     return mine
+
+
+def _check_copy_version(
+    node: Node, mine: AnnotatorDecision | None, expected_version: int | None
+) -> None:
+    """Refuse (409) a change of ``node``'s copy based on a version it is no longer at:
+    another tab or window of the same annotator changed it first. Version 0 is the copy
+    before any decision; ``None`` (a caller that sends no version) is not checked."""
+    current = mine.version if mine is not None else 0
+    if expected_version is None or expected_version == current:
+        return
+    raise ConflictError(
+        f"your copy of {node.node_id} was changed meanwhile, in another tab or window (it"
+        f" is at version {current}, your change was based on version {expected_version})."
+        " Your change was not saved: reload it and apply your change again.",
+        current_version=current,
+    )
 
 
 def _blind_evidence(node: Node, mine: AnnotatorDecision | None) -> list[list[int]]:

@@ -250,10 +250,12 @@
     } else if (kind === "invariant") {
       htmx.ajax("GET", `${ws.dataset.invUrl}?start=${start}&end=${end}`, target);
     } else {
-      const { pk, version } = $("#ws-detail")?.dataset || {};
+      const { pk, version, copyVersion } = $("#ws-detail")?.dataset || {};
       if (!pk) return false;
       const url = ws.dataset.evidenceUrl.replace(/\/0\/evidence\/$/, `/${pk}/evidence/`);
-      const values = canEdit ? { start, end, version } : { start, end };
+      // the version the annotator saw: of the node, or in blind annotation of their copy
+      // (0 before their first decision); a stale one is answered 409 with the panel again
+      const values = canEdit ? { start, end, version } : { start, end, expected_version: copyVersion };
       htmx.ajax("POST", url, { ...target, values });
     }
     toolbar.hidden = true;

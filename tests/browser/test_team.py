@@ -164,3 +164,43 @@ def test_two_annotators_and_a_curator_audit_one_contract(browser, live_server, p
     assert contract.status == "audited"
     assert contract.nodes.get(node_id="lookup_order").label == "Find the order by its number"
     assert cur.locator("[data-testid=kappa]").inner_text() != "—"
+
+
+def test_evidence_added_with_the_key_on_a_stale_copy_is_refused_in_the_panel(
+    browser, live_server, people
+):
+    """The a key sends the version of the copy the panel shows: after another tab
+    changed the copy, it is answered 409 in the panel and the copy keeps its change."""
+    users, contract = people
+    boss = users["boss"]
+    services.assignment_create(
+        project=contract.project, contract=contract, user=users["ann1"], by=boss, role="annotator"
+    )
+    services.double_annotation_set(contract=contract, by=boss, enabled=True)
+    ann1 = as_user(browser, live_server, "ann1")
+    ann1.goto(f"{live_server.url}/c/{contract.pk}/annotate/")
+    add_evidence_with_the_key(ann1, "verify_owner", "lookup_order")
+    node = contract.nodes.get(node_id="verify_owner")
+    mine = AnnotatorDecision.objects.get(node=node, user=users["ann1"])
+    assert ann1.locator("#ws-detail").get_attribute("data-copy-version") == str(mine.version)
+    # another tab of ann1 confirms the node: the copy moves on under this panel
+    services.decision_record(
+        node=node, user=users["ann1"], action="confirm", expected_version=mine.version
+    )
+    mine.refresh_from_db()
+    ann1.evaluate(
+        """() => {
+            const mark = document.querySelector('#ws-text [data-p="approve_refund"]');
+            const range = document.createRange();
+            range.selectNodeContents(mark);
+            window.getSelection().removeAllRanges();
+            window.getSelection().addRange(range);
+        }"""
+    )
+    ann1.keyboard.press("a")
+    error = ann1.locator("#ws-detail [data-testid=error]")
+    error.wait_for()
+    assert "changed meanwhile" in error.inner_text()
+    assert ann1.locator("#ws-detail").get_attribute("data-copy-version") == str(mine.version)
+    after = AnnotatorDecision.objects.get(node=node, user=users["ann1"])
+    assert (after.action, after.version) == ("confirm", mine.version)

@@ -62,19 +62,77 @@ def test_selected_text_becomes_evidence_of_the_copy_and_is_highlighted(client, t
     node = contract.nodes.get(node_id="verify_owner")
     client.force_login(team["ann1"])
     response = client.post(
-        url("decide_evidence", contract.pk, node.pk), {"start": 400, "end": 430}, **HTMX
+        url("decide_evidence", contract.pk, node.pk),
+        {"start": 400, "end": 430, "expected_version": 0},  # no decision yet
+        **HTMX,
     )
     assert response.status_code == 200
     mine = AnnotatorDecision.objects.get(node=node, user=team["ann1"])
     assert mine.action == "edit" and mine.fields == {"evidence": [[149, 230], [400, 430]]}
     assert 'id="s400" data-s="400" class="hl t-validation s-edited"' in response.content.decode()
+    assert f'data-copy-version="{mine.version}"' in response.content.decode()
     client.post(
         url("decide_evidence", contract.pk, node.pk),
-        {"start": 400, "end": 430, "remove": "on"},
+        {"start": 400, "end": 430, "remove": "on", "expected_version": mine.version},
         **HTMX,
     )
     mine.refresh_from_db()
     assert mine.action == "confirm" and mine.fields == {}  # back to the proposal
+
+
+def test_evidence_added_on_a_stale_copy_is_409_and_changes_nothing(client, team):
+    """Two tabs on one copy: the second adds evidence on the version it saw, after the
+    first changed the copy; it is refused as a stale write of the workspace is."""
+    contract = team["contract"]
+    node = contract.nodes.get(node_id="verify_owner")
+    client.force_login(team["ann1"])
+    panel = client.get(url("blind_panel", contract.pk, node.pk), **HTMX).content.decode()
+    assert 'data-copy-version="0"' in panel  # what the key sends: no decision yet
+    evidence = url("decide_evidence", contract.pk, node.pk)
+    first = client.post(evidence, {"start": 400, "end": 430, "expected_version": 0}, **HTMX)
+    assert first.status_code == 200  # the first tab
+    mine = AnnotatorDecision.objects.get(node=node, user=team["ann1"])
+    seen = mine.fields, mine.version
+    stale = client.post(evidence, {"start": 500, "end": 520, "expected_version": 0}, **HTMX)
+    assert stale.status_code == 409
+    page = stale.content.decode()
+    assert "changed meanwhile" in page and "not saved" in page
+    assert f'data-copy-version="{mine.version}"' in page  # the panel again, current
+    mine.refresh_from_db()
+    assert (mine.fields, mine.version) == seen
+    # on a copy that has a decision too, and for a span taken away
+    for body in ({"start": 500, "end": 520}, {"start": 400, "end": 430, "remove": "on"}):
+        again = client.post(evidence, body | {"expected_version": mine.version - 1}, **HTMX)
+        assert again.status_code == 409, body
+    mine.refresh_from_db()
+    assert (mine.fields, mine.version) == seen
+    # a key press naming no version is not applied with a guessed one
+    unversioned = client.post(evidence, {"start": 500, "end": 520}, **HTMX)
+    assert unversioned.status_code == 422 and "version" in unversioned.content.decode()
+    # the version it saw: applied
+    fresh = client.post(
+        evidence, {"start": 500, "end": 520, "expected_version": mine.version}, **HTMX
+    )
+    assert fresh.status_code == 200
+    mine.refresh_from_db()
+    assert [500, 520] in mine.fields["evidence"] and mine.version == seen[1] + 1
+
+
+def test_a_stale_decision_through_the_api_is_409(team):
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    contract = team["contract"]
+    node = contract.nodes.get(node_id="verify_owner")
+    services.decision_record(node=node, user=team["ann1"], action="confirm")
+    api = APIClient()
+    token, _ = Token.objects.get_or_create(user=team["ann1"])
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    decisions = f"/api/contracts/{contract.pk}/decisions/"
+    body = {"node": "verify_owner", "action": "reject"}
+    assert api.post(decisions, body | {"expected_version": 1}, format="json").status_code < 300
+    stale = api.post(decisions, body | {"expected_version": 1}, format="json")
+    assert stale.status_code == 409 and "changed meanwhile" in stale.json()["detail"]
 
 
 def test_an_edit_in_the_panel_keeps_only_what_differs_from_the_proposal(client, team):
