@@ -60,7 +60,8 @@ def run_trace(run: Run) -> tuple[str, list[dict[str, Any]]]:
 
 
 def _html_bytes(text: str) -> int:
-    return len(text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").encode())
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return len(escaped.encode()) + 4 * escaped.count("\r")  # a CR is sent as &#13;
 
 
 def _mark_bytes(segment: Mapping[str, Any]) -> int:
