@@ -5,7 +5,8 @@ and every view module behind it (~0.26 s of CPU here), building the reverse URL
 tables (~0.19 s), loading the template tag libraries and compiling each template
 (~0.15 s and more per page), importing the broker's transport (~0.19 s) and compiling
 the engine's JSON schemas (~0.15 s): about 1 s of CPU on the first page and 0.25 s on
-the first run created. ``make serve``'s gunicorn preloads the app in its master and
+the first run created; loading the sentence model takes about 1 s more on the first
+semantic correction. ``make run``'s and ``make serve``'s gunicorn preloads the app in its master and
 calls :func:`warm_up` there before forking (``deploy/gunicorn.conf.py``), so every
 worker, and every worker started later to replace a recycled one, begins warm instead
 of making its first users wait. Nothing here touches the database: a connection
@@ -29,7 +30,7 @@ def warm_up() -> None:
     A step that fails is logged and skipped: warming is an optimisation, and the
     request that needs the same thing will report the error where it belongs.
     """
-    for step in (_urls, _templates, _engine, _broker):
+    for step in (_urls, _templates, _engine, _semantic, _broker):
         try:
             step()
         except Exception:
@@ -77,6 +78,19 @@ def _engine() -> None:
     )
     check_json(prepared.observed, what="the input")
     condition(load_contract(contract), "q1")
+
+
+def _semantic() -> None:
+    """Load the sentence model and import the alignment that semantic corrections use
+    (~1 s): in gunicorn's master the weights are loaded once and shared by every worker,
+    instead of each worker's first correction loading its own copy. Nothing is encoded
+    here, so the tokenizer's threads start after the fork, in each worker."""
+    import scipy.optimize  # noqa: F401 - the alignment's integer programme
+
+    from matching import alignment  # noqa: F401
+    from matching.embed import encoder
+
+    encoder()
 
 
 def _broker() -> None:

@@ -1,7 +1,7 @@
 """What a reviewer waits for on the embedded default: ``make bench-review`` ->
 docs/benchmarks-review.md.
 
-Starts the app as ``make run`` does (the development server and one Celery worker on a
+Starts the app as ``make run`` does (gunicorn and one Celery worker on a
 SQLite database and a SQLite broker, here in a throw-away folder), loads the demo data
 and the airline contract of ``fixtures/taubench``, then drives Debian's Chromium with
 Playwright as a reviewer would:
@@ -36,7 +36,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
@@ -82,9 +81,10 @@ def start(env: dict[str, str], port: int) -> list[subprocess.Popen]:
     subprocess.run([*manage, "shell", "-c", LOAD_AIRLINE], cwd=ROOT, env=env, check=True)
     procs = [
         subprocess.Popen(
-            [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"],
+            [str(BIN / "gunicorn"), "contracteval_site.wsgi:application"]
+            + ["--config", "deploy/gunicorn.conf.py"],
             cwd=ROOT,
-            env=env,
+            env={**env, "WEB_CONCURRENCY": "2", "BIND": f"127.0.0.1:{port}"},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         ),
@@ -164,11 +164,18 @@ def long_run(env: dict[str, str]) -> tuple[int, int]:
 
 
 def memory_kib(pid: int, field: str) -> int:
-    """``VmRSS`` or ``VmHWM`` (the peak) of process ``pid``, in KiB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise SystemExit(f"no {field} for process {pid}")
+    """``Pss`` (resident, pages shared with the master or each other counted once, in
+    shares) or ``VmHWM`` (the peak resident, shared pages whole) of gunicorn master
+    ``pid``'s workers: their sum for ``Pss``, the largest for ``VmHWM``; in KiB."""
+    values = []
+    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+        source = "smaps_rollup" if field == "Pss" else "status"
+        for line in Path(f"/proc/{child}/{source}").read_text().splitlines():
+            if line.startswith(field + ":"):
+                values.append(int(line.split()[1]))
+    if not values:
+        raise SystemExit(f"no {field} for the workers of process {pid}")
+    return sum(values) if field == "Pss" else max(values)
 
 
 def long_rounds(request, url: str, pk: int, pid: int, out: dict[str, list[float]]) -> list[float]:
@@ -188,48 +195,8 @@ def long_rounds(request, url: str, pk: int, pid: int, out: dict[str, list[float]
         t0 = time.perf_counter()
         out["overlay"].append(len(request.get(f"{url}/r/{pk}/overlay.json").body()))
         out["overlay_s"].append(time.perf_counter() - t0)
-        rss.append(memory_kib(pid, "VmRSS") / 1024)
+        rss.append(memory_kib(pid, "Pss") / 1024)
     return rss
-
-
-def gunicorn_rounds(env: dict[str, str], pk: int) -> list[float]:
-    """The same rounds against one gunicorn sync worker (``make serve``'s process model)
-    on the same database: its worker's resident memory after each."""
-    port = free_port()
-    server = subprocess.Popen(
-        [str(BIN / "gunicorn"), "contracteval_site.wsgi:application", "-w", "1"]
-        + ["-b", f"127.0.0.1:{port}"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(200):
-            children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
-            if children:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                    break
-                except OSError:
-                    pass
-            time.sleep(0.1)
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-            page = browser.new_page()
-            url = f"http://127.0.0.1:{port}"
-            page.goto(f"{url}/login/")
-            page.fill("input[name=username]", "reviewer")
-            page.fill("input[name=password]", "review-demo")
-            page.click("button[type=submit]")
-            scratch: dict[str, list[float]] = defaultdict(list)
-            rss = [memory_kib(int(children[0]), "VmRSS") / 1024]
-            rss += long_rounds(page.request, url, pk, int(children[0]), scratch)
-            browser.close()
-        return rss
-    finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait(timeout=30)
 
 
 def measure_long(page, url: str, run: tuple[int, int], pid: int) -> dict[str, list[float]]:
@@ -237,7 +204,7 @@ def measure_long(page, url: str, run: tuple[int, int], pid: int) -> dict[str, li
     pk, failure = run
     out: dict[str, list[float]] = {"page": [], "page_s": [], "part": [], "part_s": []}
     out |= {"overlay": [], "overlay_s": [], "shown_s": [], "failure_s": []}
-    out["rss_before"] = [memory_kib(pid, "VmRSS") / 1024]
+    out["rss_before"] = [memory_kib(pid, "Pss") / 1024]
     out["rss_rounds"] = long_rounds(page.request, url, pk, pid, out)
     out["rss_peak"] = [memory_kib(pid, "VmHWM") / 1024]
     for _ in range(LONG_TIMES):
@@ -359,14 +326,14 @@ def render_long(out: dict[str, list[float]]) -> list[str]:
         row("a further part of the trace", out["part"], out["part_s"]),
         row("the overlay's payload", out["overlay"], out["overlay_s"]),
         "",
-        f"The web process: {out['rss_before'][0]:.0f} MiB resident before the first of these"
-        " requests; after each round (the page, its parts, the payload) "
+        "The web processes of `make run` (two gunicorn sync workers), their memory"
+        " together (PSS: a page shared with the master or the other worker, the sentence"
+        f" model's weights among them, counted in shares): {out['rss_before'][0]:.0f} MiB before"
+        " the first of these requests; after each round (the page, its parts, the"
+        " payload) "
         + ", ".join(f"{x:.0f}" for x in out["rss_rounds"])
-        + f" MiB; {out['rss_peak'][0]:.0f} MiB at the peak (VmHWM). That is the development"
-        " server of `make run` (a thread per connection). One gunicorn sync worker, the"
-        " process of `make serve`, on the same database: "
-        + ", ".join(f"{x:.0f}" for x in out["gunicorn_rss"])
-        + " MiB, before the first round and after each.",
+        + f" MiB. The larger worker's peak resident size (VmHWM): {out['rss_peak'][0]:.0f}"
+        " MiB.",
         "",
         "| in the browser | times | median s | slowest s |",
         "| --- | ---: | ---: | ---: |",
@@ -391,7 +358,6 @@ def main() -> int:
         try:
             long = long_run(env)
             out = measure(f"http://127.0.0.1:{port}", airline_pk(env), long, procs[0].pid)
-            out["gunicorn_rss"] = gunicorn_rounds(env, long[0])
         finally:
             for p in procs:
                 p.send_signal(signal.SIGTERM)

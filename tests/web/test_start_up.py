@@ -133,3 +133,17 @@ print(json.dumps({
         "audit.tasks.run_proposals",
     } <= set(got["registered"])
     assert got["broker"] is True
+
+
+def test_the_warm_up_loads_the_sentence_model_and_queries_no_database(caplog):
+    """What gunicorn's master runs before forking: a connection opened there would be
+    shared by every worker (pytest-django refuses any query here, and a step that fails
+    is logged), and the weights it loads are shared instead of copied."""
+    from contracteval_site.warmup import warm_up
+    from matching import embed
+
+    embed._load.cache_clear()
+    with caplog.at_level("WARNING", logger="contracteval_site.warmup"):
+        warm_up()
+    assert [r.getMessage() for r in caplog.records] == []
+    assert embed._load.cache_info().currsize == 1
