@@ -1,4 +1,5 @@
-"""gunicorn settings for ``make serve`` (read with ``--config deploy/gunicorn.conf.py``).
+"""gunicorn settings for ``make run`` (two workers) and ``make serve`` (read with
+``--config deploy/gunicorn.conf.py``).
 
 Every value can be overridden from the environment: ``WEB_CONCURRENCY`` (worker
 processes, default cores + 1), ``WEB_THREADS``, ``HOST``/``PORT`` (or ``BIND``),
