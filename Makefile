@@ -98,12 +98,18 @@ test: install lint
 test-postgres: install
 	DATABASE_URL=$(POSTGRES_URL) $(BIN)/pytest $(PYTEST_ARGS) -m "not any_database" tests/web tests/browser
 
+# Every benchmark target ends by rewriting docs/benchmarks.md, the index of the documents
+# they write, so the index is never stale (tests/test_benchmark_docs.py checks it).
+BENCH_INDEX = $(BIN)/python bench/index.py
+
 bench: install
 	$(BIN)/contracteval bench --doc docs/benchmarks-engine.md
+	$(BENCH_INDEX)
 
 # Cold start: manage.py check beside a bare Django project and one with a DRF viewset.
 bench-cold-start: install
 	$(BIN)/python bench/cold_start.py --runs 15 --doc
+	$(BENCH_INDEX)
 
 # The batch throughput benchmark: the fixture suite through the API with 1, 2 and 4
 # worker processes on PostgreSQL and Redis, and a killed worker: docs/benchmarks-batch.md.
@@ -111,6 +117,7 @@ BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/contracteval_bench
 bench-batch: install
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python deploy/ensure_database.py
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/batch_throughput.py --kill --doc
+	$(BENCH_INDEX)
 
 # The load test: 100,000 runs seeded into BENCH_DATABASE_URL, then `make serve` and
 # locust headless (20 users; LOADTEST_TIME=60s): docs/benchmarks-load.md.
@@ -129,6 +136,7 @@ loadtest: install $(VENV)/.bench
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python deploy/ensure_database.py
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/loadtest.py \
 		--users $(LOADTEST_USERS) --time $(LOADTEST_TIME) --runs $(SEED_RUNS) --doc
+	$(BENCH_INDEX)
 
 suite: install
 	$(BIN)/python -m fixtures.authoring.build
@@ -145,14 +153,17 @@ train: install
 # The cost of semantic mode per trace against its length: docs/benchmarks-semantic.md.
 bench-semantic: install
 	$(BIN)/python scripts/bench_semantic.py
+	$(BENCH_INDEX)
 
 # What a reviewer waits for on the embedded default, in Chromium: docs/benchmarks-review.md.
 bench-review: install
 	$(BIN)/python scripts/bench_review.py
+	$(BENCH_INDEX)
 
 # The test loop's wall time per step and its slowest tests: docs/benchmarks-test-loop.md.
 bench-test-loop: install
 	$(BIN)/python scripts/bench_test_loop.py
+	$(BENCH_INDEX)
 
 # The reads at SEED_RUNS runs (seeded first): query plans, CPU per request, analytics;
 # docs/benchmarks-query-plans.md, -requests.md and -analytics.md.
@@ -160,12 +171,14 @@ bench-reads: seed-runs
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/explain_runs.py --doc
 	DATABASE_URL=$(BENCH_DATABASE_URL) DB_CONN_MAX_AGE=60 $(BIN)/python bench/request_cpu.py -n 30 --doc
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/analytics.py --doc
+	$(BENCH_INDEX)
 
 # A reviewer's requests on a contract of 1,000 nodes: docs/benchmarks-workspace.md.
 bench-workspace: install
 	$(BIN)/python scripts/bench_workspace.py --nodes 1000 --repeat 25 --doc
+	$(BENCH_INDEX)
 
-# Every benchmark, one after the other, then docs/benchmarks.md (their index). It takes
+# Every benchmark, one after the other (each rewrites docs/benchmarks.md, their index). It takes
 # long (the load test alone seeds 100,000 runs) and its figures mean something only on
 # an idle machine: run it on one.
 bench-all:
@@ -178,7 +191,6 @@ bench-all:
 	$(MAKE) bench-batch
 	$(MAKE) loadtest
 	$(MAKE) bench-reads
-	$(BIN)/python bench/index.py
 
 clean-venv:
 	rm -rf $(VENV)
