@@ -151,15 +151,7 @@ LONG_TIMES = 5
 
 def long_run(env: dict[str, str]) -> tuple[int, int]:
     """The pk of the largest run and the index of a failure in its trace's last part."""
-    done = subprocess.run(
-        [str(BIN / "python"), "manage.py", "shell", "-c", LOAD_LONG],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    pk, failure = done.stdout.strip().splitlines()[-1].split()
+    pk, failure = _shell(env, LOAD_LONG).split()
     return int(pk), int(failure)
 
 
@@ -223,6 +215,11 @@ def airline_pk(env: dict[str, str]) -> int:
     code = (
         "from audit.models import Contract; print(Contract.objects.get(key='taubench-airline').pk)"
     )
+    return int(_shell(env, code))
+
+
+def _shell(env: dict[str, str], code: str) -> str:
+    """The last line ``code`` prints in ``manage.py shell`` on ``env``'s database."""
     done = subprocess.run(
         [str(BIN / "python"), "manage.py", "shell", "-c", code],
         cwd=ROOT,
@@ -231,7 +228,7 @@ def airline_pk(env: dict[str, str]) -> int:
         capture_output=True,
         text=True,
     )
-    return int(done.stdout.strip().splitlines()[-1])
+    return done.stdout.strip().splitlines()[-1]
 
 
 def measure(url: str, contract: int, long: tuple[int, int], pid: int) -> dict[str, list[float]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -17,7 +18,8 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
+ROOT = Path(__file__).resolve().parents[2]
+DOCS_IMG = ROOT / "docs" / "img"
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls the test makes
 # around it are still synchronous and safe.
@@ -71,3 +73,25 @@ def shot(tmp_path):
         return path
 
     return take
+
+
+def log_in(page, base_url: str, username: str, password: str) -> None:
+    """Sign in through the login form, as a person would."""
+    page.goto(f"{base_url}/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+
+
+def reviewer_with_refund_mini(user_model, username: str, password: str):
+    """A reviewer of a new "demo" project holding the audited refund-mini contract:
+    ``(user, contract)``."""
+    from audit import services
+    from audit.models import Membership, Project
+
+    user = user_model.objects.create_user(username=username, password=password)
+    project = Project.objects.create(name="Demo", slug="demo")
+    Membership.objects.create(project=project, user=user, role="reviewer")
+    doc = json.loads((ROOT / "fixtures" / "demo" / "refund-mini.json").read_text())
+    contract = services.contract_import(project=project, user=user, source=doc)
+    return user, services.contract_mark_audited(contract=contract, user=user)

@@ -15,6 +15,7 @@ from web.conftest import require_service
 from audit import services
 from audit.models import Contract, IngestedTrace, Membership, Project
 from browser.test_review import CHAT, PASSWORD, ROOT
+from browser.test_team import people  # noqa: F401 - the team of the team pages' test
 
 pytestmark = [pytest.mark.browser]
 AXE = ROOT / "static" / "vendor" / "axe.min.js"
@@ -151,31 +152,25 @@ def test_blind_annotation_and_the_members_page_have_no_serious_or_critical_viola
 
 
 def test_the_team_and_adjudication_pages_have_no_serious_or_critical_violations(
-    live_server, page, django_user_model
+    live_server,
+    page,
+    people,  # noqa: F811 - the fixture imported above
 ):
     require_service(Path(AXE).exists(), f"{AXE} missing: run `make static`")
-    project = Project.objects.create(name="Team", slug="team")
-    users = {}
-    for name, role in (
-        ("boss", "admin"),
-        ("a1", "annotator"),
-        ("a2", "annotator"),
-        ("cur", "reviewer"),
-    ):
-        users[name] = django_user_model.objects.create_user(username=name, password=PASSWORD)
-        Membership.objects.create(project=project, user=users[name], role=role)
-    doc = json.loads((ROOT / "fixtures" / "demo" / "refund-mini.json").read_text())
-    contract = services.contract_import(project=project, user=users["boss"], source=doc)
-    contract.nodes.update(review_status="proposed")
+    users, contract = people
     services.double_annotation_set(contract=contract, by=users["boss"], enabled=True)
-    for name, role in (("a1", "annotator"), ("a2", "annotator"), ("cur", "reviewer")):
+    for name, role in (("ann1", "annotator"), ("ann2", "annotator"), ("cur", "reviewer")):
         services.assignment_create(
-            project=project, user=users[name], by=users["boss"], role=role, contract=contract
+            project=contract.project,
+            user=users[name],
+            by=users["boss"],
+            role=role,
+            contract=contract,
         )
     for i, node in enumerate(contract.nodes.order_by("position")):
-        services.decision_record(node=node, user=users["a1"], action="confirm")
+        services.decision_record(node=node, user=users["ann1"], action="confirm")
         action = "reject" if i == 2 else "confirm"  # one disagreement for the curator
-        services.decision_record(node=node, user=users["a2"], action=action)
+        services.decision_record(node=node, user=users["ann2"], action=action)
     services.adjudication_start(contract=contract, user=users["cur"])
     page.goto(f"{live_server.url}/login/")
     page.fill("input[name=username]", "cur")

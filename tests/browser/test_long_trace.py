@@ -4,15 +4,14 @@ and a failure whose evidence is in a part not loaded yet loads it and shows it."
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from web.sweep import trace_of
 
-from audit import enqueue, services
-from audit.models import Membership, Project
+from audit import enqueue
 from audit.services import runs
+from browser.conftest import log_in, reviewer_with_refund_mini
 from matching.input_limits import Limits
 
 pytestmark = [pytest.mark.browser]
@@ -23,12 +22,7 @@ PASSWORD = "pw-for-browser-long"
 @pytest.fixture
 def long_run(django_user_model, monkeypatch):
     monkeypatch.setattr(enqueue, "enqueue_run", lambda run_id: None)
-    user = django_user_model.objects.create_user(username="rev-long", password=PASSWORD)
-    project = Project.objects.create(name="Demo", slug="demo")
-    Membership.objects.create(project=project, user=user, role="reviewer")
-    doc = json.loads((ROOT / "fixtures" / "demo" / "refund-mini.json").read_text())
-    contract = services.contract_import(project=project, user=user, source=doc)
-    contract = services.contract_mark_audited(contract=contract, user=user)
+    user, contract = reviewer_with_refund_mini(django_user_model, "rev-long", PASSWORD)
     limits = Limits()
     text = trace_of(limits.trace_bytes, limits.trace_events)
     run, _ = runs.run_create(contract=contract, user=user, query_key="q1", kind="text", data=text)
@@ -58,10 +52,7 @@ LAST_CHARACTERS_SHOWN = """box => {
 
 
 def _open(page, live_server, run):
-    page.goto(f"{live_server.url}/login/")
-    page.fill("input[name=username]", "rev-long")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
+    log_in(page, live_server.url, "rev-long", PASSWORD)
     page.goto(f"{live_server.url}/r/{run.pk}/")
     page.wait_for_selector(".ce-text--trace .ce-trace-part")  # the overlay, fetched
 

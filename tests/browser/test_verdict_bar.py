@@ -3,14 +3,13 @@ beside (not under) its buttons, and a recorded note shown whole."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from audit import enqueue, services
-from audit.models import Membership, Project
+from audit import enqueue
 from audit.services import runs
+from browser.conftest import log_in, reviewer_with_refund_mini
 
 pytestmark = [pytest.mark.browser]
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,12 +28,7 @@ NOTE = (
 @pytest.fixture
 def two_runs(django_user_model, monkeypatch):
     monkeypatch.setattr(enqueue, "enqueue_run", lambda run_id: None)
-    user = django_user_model.objects.create_user(username="rev2", password=PASSWORD)
-    project = Project.objects.create(name="Demo", slug="demo")
-    Membership.objects.create(project=project, user=user, role="reviewer")
-    doc = json.loads((ROOT / "fixtures" / "demo" / "refund-mini.json").read_text())
-    contract = services.contract_import(project=project, user=user, source=doc)
-    contract = services.contract_mark_audited(contract=contract, user=user)
+    user, contract = reviewer_with_refund_mini(django_user_model, "rev2", PASSWORD)
     made = []
     for k in range(2):
         run, _ = runs.run_create(
@@ -45,10 +39,7 @@ def two_runs(django_user_model, monkeypatch):
 
 
 def _login(page, live_server):
-    page.goto(f"{live_server.url}/login/")
-    page.fill("input[name=username]", "rev2")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
+    log_in(page, live_server.url, "rev2", PASSWORD)
 
 
 @pytest.mark.parametrize("width", [1024, 1440])
