@@ -181,6 +181,7 @@ def decide_edit(request, pk, node_pk):
             expected_version=form.cleaned_data.get("expected_version"),
         )
     except services.ServiceError as exc:
+        fail["status"] = error_status(exc)  # 409 for an edit of a copy changed meanwhile
         return _answer(request, contract, membership, node, error=str(exc), **fail)
     return _answer(request, contract, membership, node)
 

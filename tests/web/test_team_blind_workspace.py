@@ -274,3 +274,26 @@ def test_a_pick_answers_with_the_nodes_row_in_place(client, team):
     assert '<span data-testid="curated">pick (ann2): reject</span>' in body
     refused = client.post(url("curate", contract.pk, node.pk), {"pick": "nobody"}, **HTMX)
     assert refused.status_code == 422 and 'data-testid="row-error"' in refused.content.decode()
+
+
+def test_an_edit_of_a_copy_changed_meanwhile_is_409_and_keeps_the_typed_text(client, team):
+    """Two tabs on one copy: the second saves an edit on the version it saw, after the
+    first saved again; it is refused with the panel's form still holding its text."""
+    contract = team["contract"]
+    node = contract.nodes.get(node_id="verify_owner")
+    client.force_login(team["ann1"])
+    edit = url("decide_edit", contract.pk, node.pk)
+    body = {"type": node.type, "required": "yes", "combine": node.combine}
+    assert client.post(edit, body | {"label": "Check the owner"}, **HTMX).status_code == 200
+    seen_by_both = AnnotatorDecision.objects.get(node=node, user=team["ann1"]).version
+    again = body | {"label": "Check the owner first", "expected_version": seen_by_both}
+    assert client.post(edit, again, **HTMX).status_code == 200  # the first tab
+    mine = AnnotatorDecision.objects.get(node=node, user=team["ann1"])
+    saved = mine.fields, mine.version
+    other = body | {"label": "Typed in the other tab", "expected_version": seen_by_both}
+    stale = client.post(edit, other, **HTMX)
+    assert stale.status_code == 409
+    page = stale.content.decode()
+    assert "changed meanwhile" in page and "Typed in the other tab" in page
+    mine.refresh_from_db()
+    assert (mine.fields, mine.version) == saved
