@@ -93,36 +93,29 @@ def part_cuts(text: str, segments: list[dict[str, Any]], budget: int) -> list[in
     return cuts
 
 
-def trace_parts(
-    text: str, nodes: list[dict[str, Any]], budget: int = TRACE_PART_BYTES
-) -> list[TracePart]:
-    """``text`` with the spans of ``nodes`` highlighted, in parts of at most ``budget``
-    bytes of HTML (but a piece of a line and the mark around it)."""
+def trace_part(
+    text: str, nodes: list[dict[str, Any]], index: int, budget: int = TRACE_PART_BYTES
+) -> TracePart | None:
+    """Part ``index`` of ``text`` with the spans of ``nodes`` highlighted, the parts
+    holding at most ``budget`` bytes of HTML (but a piece of a line and the mark around
+    it); None past the last part. Only that part's segments are built."""
     segments, pos = [], 0
     for s in trace_segments(text, nodes):
         segments.append({**s, "start": pos})
         pos += len(s["text"])
     cuts = part_cuts(text, segments, budget)
-    bounds, starts = [*cuts, len(text)], [s["start"] for s in segments]
-    parts = []
-    for i, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False)):
-        first = max(0, bisect.bisect_right(starts, a) - 1)
-        inside = []
-        for s in segments[first:]:
-            if s["start"] >= b:
-                break
-            lo, hi = max(a, s["start"]), min(b, s["start"] + len(s["text"]))
-            if lo < hi:
-                inside.append({**s, "text": text[lo:hi]})
-        parts.append(TracePart(i, len(cuts), a, b, inside))
-    return parts or [TracePart(0, 1, 0, 0, [])]
-
-
-def trace_part(run: Run, index: int) -> TracePart | None:
-    """Part ``index`` of ``run``'s trace (None past its last part)."""
-    text, nodes = run_trace(run)
-    parts = trace_parts(text, nodes)
-    return parts[index] if 0 <= index < len(parts) else None
+    if not 0 <= index < len(cuts):
+        return None
+    a, b = cuts[index], cuts[index + 1] if index + 1 < len(cuts) else len(text)
+    starts = [s["start"] for s in segments]
+    inside = []
+    for s in segments[max(0, bisect.bisect_right(starts, a) - 1) :]:
+        if s["start"] >= b:
+            break
+        lo, hi = max(a, s["start"]), min(b, s["start"] + len(s["text"]))
+        if lo < hi:
+            inside.append({**s, "text": text[lo:hi]})
+    return TracePart(index, len(cuts), a, b, inside)
 
 
 def overlay_inline(payload: Mapping[str, Any]) -> bool:

@@ -130,10 +130,11 @@ def run_context(run, membership, verdict_form=None, verdict_error=""):
     report = run.report or {}
     overlay = run.overlay
     trace_text, observed_nodes = trace_reads.run_trace(run)
-    parts = trace_reads.trace_parts(trace_text, observed_nodes)
+    part = trace_reads.trace_part(trace_text, observed_nodes, 0)
+    assert part is not None  # every trace, the empty one too, has a first part
     payload = None
     if overlay is not None:
-        payload = run_reads.page_payload(overlay, trace_in_page=True, in_parts=len(parts) > 1)
+        payload = run_reads.page_payload(overlay, trace_in_page=True, in_parts=part.count > 1)
     metrics = [
         (
             METRIC_NAMES[m],
@@ -156,7 +157,7 @@ def run_context(run, membership, verdict_form=None, verdict_error=""):
         "overlay_url": None
         if payload is None or trace_reads.overlay_inline(payload)
         else reverse("audit:run_overlay", args=[run.pk]),
-        "part": parts[0],
+        "part": part,
         "observed_nodes": observed_nodes,
         "verdicts": list(run.verdicts.select_related("reviewer")),
         "can_verdict": has_role(membership.role, VERDICT),
@@ -180,7 +181,7 @@ def run_trace_part(request, pk, index):
     """One part of a long trace (the page inlines the first): the next part's link
     follows it, as the page's script and htmx load them."""
     run, _ = run_for(request.user, pk, only=trace_reads.TRACE_FIELDS)
-    part = trace_reads.trace_part(run, index)
+    part = trace_reads.trace_part(*trace_reads.run_trace(run), index)
     if part is None:
         raise Http404("no such part of the trace")
     return render(request, "audit/run.html#trace_part", {"run": run, "part": part})
@@ -193,7 +194,8 @@ def run_overlay(request, pk):
     run, _ = run_for(request.user, pk, only=trace_reads.TRACE_FIELDS)
     if run.overlay is None:
         raise Http404("this run has no overlay")
-    in_parts = len(trace_reads.trace_parts(*trace_reads.run_trace(run))) > 1
+    first = trace_reads.trace_part(*trace_reads.run_trace(run), 0)
+    in_parts = first is not None and first.count > 1
     payload = run_reads.page_payload(run.overlay, trace_in_page=True, in_parts=in_parts)
     return JsonResponse(payload, json_dumps_params={"ensure_ascii": False})
 
