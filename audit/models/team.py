@@ -148,6 +148,12 @@ class AnnotatorDecision(models.Model):
             out["fields"] = self.fields
         return out
 
+    def evidence_or(self, proposed: list[list[int]]) -> list[list[int]]:
+        """The evidence this copy gives its node: its edit's spans, else ``proposed``."""
+        if self.action == DecisionAction.EDIT and "evidence" in self.fields:
+            return [list(s) for s in self.fields["evidence"]]
+        return proposed
+
 
 class CurationChoice(models.Model):
     """The curator's final choice on a node: one annotator's version, or an own edit."""

@@ -66,9 +66,7 @@ def _evidence(decision: AnnotatorDecision | None, proposed: list[list[int]]) -> 
     """The evidence one annotator's copy gives a node (none when they rejected it)."""
     if decision is None or decision.action == DecisionAction.REJECT:
         return []
-    if decision.action == DecisionAction.EDIT and "evidence" in decision.fields:
-        return decision.fields["evidence"]
-    return proposed
+    return decision.evidence_or(proposed)
 
 
 @dataclass

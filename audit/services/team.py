@@ -201,9 +201,8 @@ def _check_copy_version(
 
 def _blind_evidence(node: Node, mine: AnnotatorDecision | None) -> list[list[int]]:
     """The evidence of ``node`` as an annotator's copy has it (their edit, else the node's)."""
-    if mine is not None and mine.action == DecisionAction.EDIT and "evidence" in mine.fields:
-        return [list(s) for s in mine.fields["evidence"]]
-    return [[s.start, s.end] for s in node.spans.order_by("position", "pk")]
+    proposed = [[s.start, s.end] for s in node.spans.order_by("position", "pk")]
+    return mine.evidence_or(proposed) if mine is not None else proposed
 
 
 def decision_edit(
