@@ -9,11 +9,12 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import generics, status
-from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import services
+from .guards import api_call
 from .models import Assignment, Node, Notification
 from .openapi import extend_schema
 from .permissions import (
@@ -28,7 +29,6 @@ from .permissions import (
     project_for,
 )
 from .selectors import team as team_reads
-from .services.concurrency import ConflictError
 from .team_serializers import (
     AssignmentCreateSerializer,
     AssignmentSerializer,
@@ -53,22 +53,6 @@ def _node(contract, node_id: str) -> Node:
     return get_object_or_404(
         Node.objects.select_related("contract__artifact"), contract=contract, node_id=node_id
     )
-
-
-class Conflict(APIException):
-    """A write based on a version that is no longer the current one."""
-
-    status_code = status.HTTP_409_CONFLICT
-    default_code = "conflict"
-
-
-def _call(fn, **kwargs):
-    try:
-        return fn(**kwargs)
-    except ConflictError as exc:
-        raise Conflict(str(exc)) from exc
-    except services.ServiceError as exc:
-        raise ValidationError({"detail": [str(exc)]}) from exc
 
 
 class QueueView(APIView):
@@ -110,7 +94,7 @@ class AssignmentsView(APIView):
         user = get_user_model().objects.filter(username=d["username"]).first()
         if user is None:
             raise ValidationError({"username": ["no member of that name in this project"]})
-        row = _call(
+        row = api_call(
             services.assignment_create,
             project=contract.project,
             user=user,
@@ -150,7 +134,7 @@ class DoubleAnnotationView(APIView):
         """Switch double annotation on or off (admin role; before anyone decides)."""
         contract, _ = contract_for(request.user, pk, ASSIGN)
         d = _body(DoubleAnnotationSerializer, request)
-        _call(
+        api_call(
             services.double_annotation_set,
             contract=contract,
             by=request.user,
@@ -174,7 +158,7 @@ class DecisionsView(APIView):
         """Record your own blind decision on a node (``fields`` for an edit)."""
         contract, _ = contract_for(request.user, pk, EDIT)
         d = _body(DecisionCreateSerializer, request)
-        row = _call(
+        row = api_call(
             services.decision_record,
             node=_node(contract, d["node"]),
             user=request.user,
@@ -245,7 +229,7 @@ class AdjudicationView(APIView):
     def post(self, request, pk):
         """Start the adjudication: freezes the decisions, returns the agreement."""
         contract, _ = contract_for(request.user, pk, CURATE)
-        team = _call(services.adjudication_start, contract=contract, user=request.user)
+        team = api_call(services.adjudication_start, contract=contract, user=request.user)
         return Response(team.agreement)
 
 
@@ -255,7 +239,7 @@ class CurationView(APIView):
         """The curator's choice on a node: ``pick`` an annotator, or ``action``."""
         contract, _ = contract_for(request.user, pk, CURATE)
         d = _body(CurationSerializer, request)
-        choice = _call(
+        choice = api_call(
             services.curation_choose,
             node=_node(contract, d["node"]),
             user=request.user,
@@ -278,7 +262,7 @@ class CommentsView(APIView):
         contract, _ = contract_for(request.user, pk, COMMENT)
         d = _body(CommentCreateSerializer, request)
         obj = team_reads.comment_target(contract, d["target"], d.get("target_id"))
-        row = _call(
+        row = api_call(
             services.comment_create,
             contract=contract,
             user=request.user,
@@ -325,7 +309,9 @@ class NotificationReadView(APIView):
     def post(self, request, pk):
         """Mark one of your notifications read (anyone else's: 404)."""
         notification = notification_for(request.user, pk)
-        row = _call(services.notification_mark_read, notification=notification, user=request.user)
+        row = api_call(
+            services.notification_mark_read, notification=notification, user=request.user
+        )
         return Response(NotificationSerializer(row).data)
 
 

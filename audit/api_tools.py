@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import services
-from .guards import api_refusal
+from .guards import api_call
 from .models import Node
 from .openapi import extend_schema
 from .permissions import EDIT, VIEW, contract_for
@@ -35,13 +35,6 @@ def _body(serializer_class, request):
     body = serializer_class(data=request.data)
     body.is_valid(raise_exception=True)
     return body.validated_data
-
-
-def _call(fn, **kwargs):
-    try:
-        return fn(**kwargs)
-    except services.ServiceError as exc:
-        raise api_refusal(exc) from exc
 
 
 def _catalogue(contract) -> dict:
@@ -75,7 +68,7 @@ class ToolCatalogueView(APIView):
     def put(self, request, pk):
         contract, _ = contract_for(request.user, pk, EDIT)
         data = _body(ToolImportSerializer, request)
-        _call(
+        api_call(
             services.tool_catalogue_import,
             contract=contract,
             user=request.user,
@@ -95,7 +88,7 @@ class ToolBindingView(APIView):
         contract, _ = contract_for(request.user, pk, EDIT)
         data = _body(ToolBindSerializer, request)
         node = get_object_or_404(Node, contract=contract, node_id=data["node"])
-        node = _call(
+        node = api_call(
             services.tool_binding_confirm,
             node=node,
             user=request.user,
@@ -114,7 +107,7 @@ class ReadOnlyToolsView(APIView):
     def post(self, request, pk):
         contract, _ = contract_for(request.user, pk, EDIT)
         data = _body(ReadOnlyToolsSerializer, request)
-        nodes = _call(
+        nodes = api_call(
             services.tools_declare_read_only,
             contract=contract,
             user=request.user,

@@ -4,7 +4,8 @@
   of the site's input limits (``INPUT_LIMITS``; 413/400 naming the limit, never a
   RecursionError); an oversized body is refused from its ``Content-Length`` before a
   byte of it is read.
-- :func:`api_refusal`: a service's refusal as the API's error (413 past a size limit).
+- :func:`api_refusal`: a service's refusal as the API's error (409 for a stale write, 413
+  past a size limit); :func:`api_call` calls a service and raises it.
 - :class:`RequestGuardMiddleware`: a request larger than any upload may be is a 413
   from its ``Content-Length``, before it is read; a NUL character in a query parameter
   is a 400 naming the parameter (PostgreSQL cannot compare with one); a database that
@@ -36,7 +37,7 @@ from matching.input_limits import (
 )
 
 from .services.common import ServiceError
-from .services.concurrency import TRANSIENT
+from .services.concurrency import TRANSIENT, ConflictError
 
 logger = logging.getLogger(__name__)
 
@@ -65,11 +66,28 @@ def content_length(request: Any) -> int | None:
 
 
 def api_refusal(exc: ServiceError, field: str = "detail") -> APIException:
-    """A service's refusal as the API's error: 413 past a size limit, else 400
-    naming ``field``."""
+    """A service's refusal as the API's error: 409 for a write based on an old version,
+    413 past a size limit, else 400 naming ``field``."""
+    if isinstance(exc, ConflictError):
+        return Conflict(str(exc))
     if exc.status == 413:
         return RequestTooLarge(str(exc))
     return ValidationError({field: [str(exc)]})
+
+
+def api_call(fn: Any, **kwargs: Any) -> Any:
+    """``fn(**kwargs)``, a service, with its refusal raised as the API's error."""
+    try:
+        return fn(**kwargs)
+    except ServiceError as exc:
+        raise api_refusal(exc) from exc
+
+
+class Conflict(APIException):
+    """A write based on a version that is no longer the current one."""
+
+    status_code = 409
+    default_code = "conflict"
 
 
 class RequestTooLarge(APIException):
