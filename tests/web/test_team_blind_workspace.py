@@ -197,7 +197,9 @@ def test_the_curator_is_not_asked_to_annotate(client, team):
     assert not AnnotatorDecision.objects.exists()
 
 
-def test_the_adjudication_table_highlights_each_annotators_evidence_in_the_source(client, team):
+def _disputed_evidence_row(client, team) -> str:
+    """The curator's adjudication row of verify_owner, after ann1 narrowed its evidence
+    to [149, 189] and ann2 confirmed it as proposed ([149, 230])."""
     contract = team["contract"]
     decide_all(contract, team["ann1"], {"verify_owner": ("edit", {"evidence": [[149, 189]]})})
     decide_all(contract, team["ann2"])
@@ -205,7 +207,12 @@ def test_the_adjudication_table_highlights_each_annotators_evidence_in_the_sourc
     client.post(url("adjudication_start", contract.pk))
     page = client.get(url("adjudicate", contract.pk)).content.decode()
     row = page[page.index('data-node="verify_owner"') :]
-    row = row[: row.index("</tr>")]
+    return row[: row.index("</tr>")]
+
+
+def test_the_adjudication_table_highlights_each_annotators_evidence_in_the_source(client, team):
+    contract = team["contract"]
+    row = _disputed_evidence_row(client, team)
     text = contract.artifact.text
     assert f'<mark class="ev ev-a0 ev-a1" data-owners="0 1">{text[149:189]}</mark>' in row
     assert f'<mark class="ev ev-a1" data-owners="1">{text[189:230]}</mark>' in row
@@ -246,13 +253,7 @@ def test_the_workspace_sends_an_annotator_of_a_blind_contract_to_their_copy(clie
 def test_the_curator_edits_evidence_by_ticking_the_versions_spans_not_offsets(client, team):
     contract = team["contract"]
     node = contract.nodes.get(node_id="verify_owner")
-    decide_all(contract, team["ann1"], {"verify_owner": ("edit", {"evidence": [[149, 189]]})})
-    decide_all(contract, team["ann2"])
-    client.force_login(team["curator"])
-    client.post(url("adjudication_start", contract.pk))
-    page = client.get(url("adjudicate", contract.pk)).content.decode()
-    row = page[page.index('data-node="verify_owner"') :]
-    row = row[: row.index("</tr>")]
+    row = _disputed_evidence_row(client, team)
     assert 'name="spans" value="149-189"' in row and 'name="spans" value="149-230"' in row
     assert 'name="evidence_start"' not in row
     client.post(url("curate", contract.pk, node.pk), {"action": "edit", "spans": ["149-189"]})
