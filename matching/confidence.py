@@ -12,10 +12,14 @@ pair model (:mod:`matching.pair_model`):
 - wrong branch at a decision: the likeliest inactive reading of its steps;
 - ordering at an edge: the probability that both crossing pairs are right (the lesser);
 - invariants and checked outputs: their checks are deterministic (1.0), or one minus a
-  judged score.
+  judged score;
+- omission of a consent gate whose guarded call came without the user's yes
+  (:mod:`matching.consent`): the check reads the trace's own turns, so it is certain
+  (1.0), and so is the run's violation.
 
-P(violation) is read from these by a verdict model (:class:`VerdictModel`, fitted on
-labelled real traces with whole tasks held out), or, without one, as the probability
+P(violation) is 1.0 when a consent check failed; else it is read from the failures the
+alignment found by a verdict model (:class:`VerdictModel`, fitted on labelled real
+traces with whole tasks held out), or, without one, as the probability
 that at least one failure is real (as if independent, :func:`p_violation`); the run's
 verdict is ``clean``, ``violation`` or ``needs_review`` by the thresholds
 of :class:`matching.pair_model.Thresholds` (fitted on the development set, settable per

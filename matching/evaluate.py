@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from .conditioning import Expected, condition
 from .confidence import failure_probability, p_violation, trace_features
+from .consent import Unconsented, consent_failures, unconsented_calls
 from .corrections import Corrections, correct
 from .failures import (
     Failure,
@@ -81,6 +82,17 @@ class Evaluation:
     # semantic mode: P(violation) and the verdict it reads as (clean, needs_review or
     # violation); each failure then also carries its ``probability``
     confidence: dict[str, Any] | None = None
+    # semantic mode: the calls a consent gate guards, made without the user's yes, and
+    # the omissions of active gates they make (also in ``failures``)
+    unconsented: list[Unconsented] = field(default_factory=list)
+    consent: list[Failure] = field(default_factory=list)
+
+    def trace_features(self) -> list[float]:
+        """What the verdict model reads of this run (:func:`~matching.confidence.trace_features`):
+        the failures the alignment found; a failed consent check decides on its own."""
+        lk = self.alignment.likelihoods
+        found = [f for f in self.failures if not any(f is c for c in self.consent)]
+        return trace_features(found, len(lk.omission) if lk else 0, self.alignment.scores.values())
 
     @property
     def verdict(self) -> str:
@@ -196,12 +208,16 @@ def evaluate_detailed(
     omitted, omission_status = omission_failures(expected, s, folded)
     ordered, ordering_edges, conform = ordering_failures(expected, s)
     scores, unjudged, reasons = invariant_scores(expected, observed)
-    failures = [*branch_failures, *omitted, *ordered, *extra_action_failures(m)]
+    semantic_mode = m.likelihoods is not None
+    reads_consent = semantic_mode and observed.kind == "trace"
+    unconsented = unconsented_calls(expected.contract, observed.text) if reads_consent else []
+    consent = consent_failures(expected, unconsented, omitted)
+    fresh = [f for f in consent if not any(f is o for o in omitted)]
+    failures = [*branch_failures, *omitted, *fresh, *ordered, *extra_action_failures(m)]
     failures += [*invariant_failures(expected, scores, observed), *output_failures(s)]
     failures += call_failures(expected, observed)
     reasons.update({n: r.reason or "" for n, r in s.outputs.items() if r.passed is None})
-    confidence = _confidence(expected, m, failures, scores, semantic) if m.likelihoods else None
-    return Evaluation(
+    evaluation = Evaluation(
         expected=expected,
         alignment=m,
         status=node_status(expected, s, omission_status),
@@ -213,31 +229,37 @@ def evaluate_detailed(
         ordering_edges=ordering_edges,
         observed_status=observed_status(m),
         unjudged_reasons=reasons,
-        confidence=confidence,
         not_applicable=[n for n in expected.nodes if n in s.not_applicable],
+        unconsented=unconsented,
+        consent=consent,
     )
+    if semantic_mode:
+        evaluation.confidence = _confidence(evaluation, scores, semantic)
+    return evaluation
 
 
 def _confidence(
-    expected: Expected,
-    m: Alignment,
-    failures: list[Failure],
-    scores: Mapping[str, float],
-    semantic: Setup | None,
+    ev: Evaluation, scores: Mapping[str, float], semantic: Setup | None
 ) -> dict[str, Any]:
-    """Each failure's probability (set on it), P(violation) and the default verdict."""
+    """Each failure's probability (set on it), P(violation) and the default verdict.
+    A failed consent check is certain, and so is the run's violation."""
     model = semantic.model if semantic else load_model()
-    for f in failures:
+    m = ev.alignment
+    for f in ev.failures:
         if f["family"] == "invariant_violation" and f["location"] in scores:
             p = 1.0 - scores[f["location"]]
+        elif any(f is c for c in ev.consent):
+            p = 1.0
         else:
-            p = failure_probability(f, m.likelihoods, expected, m)
+            p = failure_probability(f, m.likelihoods, ev.expected, m)
         f["probability"] = round(p, 6)
     vm = model.verdict_model
-    if vm is not None:
-        pv = vm.p(trace_features(failures, len(m.likelihoods.omission), m.scores.values()))
+    if ev.consent:
+        pv = 1.0
+    elif vm is not None:
+        pv = vm.p(ev.trace_features())
     else:
-        pv = p_violation(f["probability"] for f in failures)
+        pv = p_violation(f["probability"] for f in ev.failures)
     return {"p_violation": pv, "verdict": model.thresholds.verdict(pv)}
 
 

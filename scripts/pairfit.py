@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 from matching.alignment import Knobs, Setup  # noqa: E402
 from matching.conditioning import condition  # noqa: E402
-from matching.confidence import TRACE_FEATURES, VerdictModel, trace_features  # noqa: E402
+from matching.confidence import TRACE_FEATURES, VerdictModel  # noqa: E402
 from matching.devset import folds_by_task, load_devset, load_pair_labels, observed_of  # noqa: E402
 from matching.enactments import protocol_expected  # noqa: E402
 from matching.evaluate import evaluate_detailed  # noqa: E402
@@ -137,11 +137,13 @@ def dev_pairs():  # type: ignore[no-untyped-def]
 def devset_features(fixture_xy, dev, knobs: dict):  # type: ignore[no-untyped-def]
     """Every development-set trace read in semantic mode by a pair model fitted on the
     fixture pairs and the development pairs of the *other* tasks' folds: its trace
-    features (:func:`matching.confidence.trace_features`) and its two labels."""
+    features (:func:`matching.confidence.trace_features`), its two labels, and whether
+    a consent check failed (its P(violation) is then 1.0, whatever the features)."""
     contract, items = load_devset(DEVSET)
     fx, fy = fixture_xy
     dx, dy, dg = dev.arrays() if dev is not None else (fx[:0], fy[:0], np.array([]))
     x = np.zeros((len(items), len(TRACE_FEATURES)))
+    certain = np.zeros(len(items), dtype=bool)
     for fold in tqdm(folds_by_task(items, 5), desc="dev set folds", file=sys.stderr):
         held = {f"task{items[i].task}" for i in fold}
         keep = np.array([g not in held for g in dg], dtype=bool)
@@ -152,11 +154,11 @@ def devset_features(fixture_xy, dev, knobs: dict):  # type: ignore[no-untyped-de
             ev = evaluate_detailed(
                 condition(contract, it.query), observed_of(it), mode="semantic", semantic=setup
             )
-            n = len(ev.alignment.likelihoods.omission) if ev.alignment.likelihoods else 0
-            x[i] = trace_features(ev.failures, n, ev.alignment.scores.values())
+            x[i] = ev.trace_features()
+            certain[i] = bool(ev.consent)
     procedural = [it.violates("procedural") for it in items]
     strict = [it.violates("strict") for it in items]
-    return x, procedural, strict, items
+    return x, procedural, strict, items, certain
 
 
 def verdict_model_of(x: np.ndarray, y) -> VerdictModel:  # type: ignore[no-untyped-def]
@@ -180,16 +182,18 @@ def verdict_oof(x: np.ndarray, y, items) -> list[float]:  # type: ignore[no-unty
     return out.tolist()
 
 
-def fit_verdict(ps, ys, items) -> tuple[Thresholds, dict]:  # type: ignore[no-untyped-def]
-    """Thresholds on the whole development set, and the held-out-task figures of
-    thresholds fitted without each fold's tasks."""
+def fit_verdict(ps, ys, items, certain) -> tuple[Thresholds, dict]:  # type: ignore[no-untyped-def]
+    """Thresholds on the verdict model's P(violation) over the whole development set,
+    and the held-out-task figures of thresholds fitted without each fold's tasks (a
+    trace with a failed consent check at P 1.0, as semantic mode reads it)."""
     held = {"p": [], "y": [], "verdicts": []}
     for fold in folds_by_task(items, 5):
         rest = [i for i in range(len(items)) if i not in set(fold)]
         t = fit_thresholds([ps[i] for i in rest], [ys[i] for i in rest])
         for i in fold:
-            held["p"].append(ps[i])
+            p = 1.0 if certain[i] else ps[i]
+            held["p"].append(p)
             held["y"].append(ys[i])
-            held["verdicts"].append(t.verdict(ps[i]))
+            held["verdicts"].append(t.verdict(p))
     t_all = fit_thresholds(ps, ys)
     return t_all, {"thresholds_all": [t_all.clean_below, t_all.violation_from], "held_out": held}

@@ -123,13 +123,14 @@ def devset_figures(model, fixture_xy) -> dict:  # type: ignore[no-untyped-def]
     """Held out by task: each trace is read by a pair model that never saw its task's
     labelled pairs, its P(violation) comes from a verdict model fitted on the other
     tasks, and its verdict from thresholds fitted on the other tasks."""
-    x, procedural, strict, items = pairfit.devset_features(
+    x, procedural, strict, items, certain = pairfit.devset_features(
         fixture_xy, pairfit.dev_pairs(), model.knobs_
     )
     out: dict = {"cases": len(items), "tasks": len({it.task for it in items})}
     for view, ys in (("procedural", procedural), ("strict", strict)):
-        ps = pairfit.verdict_oof(x, ys, items)
-        _, fit = pairfit.fit_verdict(ps, ys, items)
+        model_ps = pairfit.verdict_oof(x, ys, items)
+        _, fit = pairfit.fit_verdict(model_ps, ys, items, certain)
+        ps = [1.0 if c else p for p, c in zip(model_ps, certain, strict=True)]
         held = fit["held_out"]
         scored = verdict_scores(held["verdicts"], held["y"])
         ya = held["y"]

@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         knobs, knob_fit = fit_knobs(suite, fold_models(x, y, groups))
         print(f"knobs {knobs}", file=sys.stderr)
     dev = dev_pairs()
-    tx, procedural, _, items = devset_features((x, y), dev, knobs)
+    tx, procedural, _, items, certain = devset_features((x, y), dev, knobs)
     encoder().save(cache)
     if dev is not None:  # the shipped model also learns from the development set's pairs
         dx, dy, _ = dev.arrays()
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     model = model_of(x, y, knobs_=knobs)
     # P(violation) of each trace held out by task, then thresholds on those
     oof = verdict_oof(tx, procedural, items)
-    thresholds, verdict_fit = fit_verdict(oof, procedural, items)
+    thresholds, verdict_fit = fit_verdict(oof, procedural, items, certain)
     verdict_model = verdict_model_of(tx, procedural)
     print(f"thresholds {thresholds}", file=sys.stderr)
     training = {
