@@ -5,7 +5,9 @@ user's explicit yes before doing it. Such an obligation is a *consent gate*: an 
 node whose label or description asks for the user's own go-ahead (a consent noun after
 a consent verb: "get an explicit yes", "read back the details and get confirmation";
 lexicons ``consent_nouns`` and ``consent_verbs``). It guards the tools that the nodes it
-precedes bind (``meta.tool``, their subtrees included).
+precedes bind (``meta.tool``, their subtrees included) and that change something (not
+lookups); a gate with no ordering edge guards its first later sibling that binds such a
+tool.
 
 A call of a guarded tool is *consented* when
 
@@ -37,7 +39,7 @@ spec's literal reading, does not run it.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 
@@ -45,7 +47,7 @@ from . import trace
 from .conditioning import Expected
 from .failures import Failure
 from .model import Contract
-from .observe import lexicon
+from .observe import Step, acts, lexicon
 from .tool_checks import Call
 
 __all__ = ["Unconsented", "agrees", "consent_failures", "consent_gates", "unconsented_calls"]
@@ -113,16 +115,37 @@ def consent_gates(contract: Contract, active: Collection[str]) -> dict[str, froz
     for n in contract.nodes:
         if n.id not in active or not pattern.search(f"{n.label}. {n.description}"):
             continue
-        guarded = {
-            tool
-            for e in contract.edges
-            if e.source == n.id and e.kind in _ORDERED
-            for m in _subtree(contract, e.target)
-            for tool in contract.by_id[m].tools
-        }
+        after = [e.target for e in contract.edges if e.source == n.id and e.kind in _ORDERED]
+        guarded = _writes(contract, after) or _writes(contract, _next_acting_sibling(contract, n.id))
         if guarded:
-            out[n.id] = frozenset(guarded)
+            out[n.id] = guarded
     return out
+
+
+def _writes(contract: Contract, roots: Iterable[str]) -> frozenset[str]:
+    """The tools bound in the subtrees of ``roots`` that change something (a lookup
+    needs no consent)."""
+    return frozenset(
+        tool
+        for root in roots
+        for m in _subtree(contract, root)
+        for tool in contract.by_id[m].tools
+        if acts(Step("call", tool))
+    )
+
+
+def _next_acting_sibling(contract: Contract, gate: str) -> list[str]:
+    """A gate without ordering edges guards the first later sibling that calls a tool
+    which changes something: where the procedure declares the yes, the action it is
+    for comes next."""
+    parent = contract.by_id[gate].parent
+    siblings = (
+        contract.children[parent]
+        if parent is not None
+        else [n.id for n in contract.nodes if n.parent is None]
+    )
+    later = siblings[siblings.index(gate) + 1 :]
+    return next(([s] for s in later if _writes(contract, [s])), [])
 
 
 def _subtree(contract: Contract, root: str) -> Iterator[str]:

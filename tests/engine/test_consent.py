@@ -96,6 +96,14 @@ def test_an_inactive_gate_and_a_gate_guarding_no_tool_are_not_checked_by_consent
     assert consent_gates(c, {"warn", "close"}) == {}
 
 
+def test_a_gate_without_edges_guards_the_next_sibling_that_changes_something() -> None:
+    c = closure()
+    c.edges.clear()
+    assert consent_gates(c, {"warn", "find", "close"}) == {"warn": frozenset({"close_account"})}
+    c.by_id["close"].meta["tool"] = "get_account_status"  # a lookup needs no consent
+    assert consent_gates(c, {"warn", "find", "close"}) == {}
+
+
 def test_a_call_after_a_yes_to_a_request_to_go_ahead_is_consented() -> None:
     assert lines(closure(), CONSENTED) == []
 
