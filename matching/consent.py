@@ -116,7 +116,7 @@ def consent_gates(contract: Contract, active: Collection[str]) -> dict[str, froz
         if n.id not in active or not pattern.search(f"{n.label}. {n.description}"):
             continue
         after = [e.target for e in contract.edges if e.source == n.id and e.kind in _ORDERED]
-        guarded = _writes(contract, after) or _writes(contract, _next_acting_sibling(contract, n.id))
+        guarded = _writes(contract, after or _next_acting_sibling(contract, n.id))
         if guarded:
             out[n.id] = guarded
     return out
