@@ -208,11 +208,7 @@ def evaluate_detailed(
     omitted, omission_status = omission_failures(expected, s, folded)
     ordered, ordering_edges, conform = ordering_failures(expected, s)
     scores, unjudged, reasons = invariant_scores(expected, observed)
-    semantic_mode = m.likelihoods is not None
-    reads_consent = semantic_mode and observed.kind == "trace"
-    unconsented = unconsented_calls(expected.contract, observed.text) if reads_consent else []
-    consent = consent_failures(expected, unconsented, omitted)
-    fresh = [f for f in consent if not any(f is o for o in omitted)]
+    unconsented, consent, fresh = _consent(expected, observed, m, omitted)
     failures = [*branch_failures, *omitted, *fresh, *ordered, *extra_action_failures(m)]
     failures += [*invariant_failures(expected, scores, observed), *output_failures(s)]
     failures += call_failures(expected, observed)
@@ -233,9 +229,20 @@ def evaluate_detailed(
         unconsented=unconsented,
         consent=consent,
     )
-    if semantic_mode:
-        evaluation.confidence = _confidence(evaluation, scores, semantic)
+    evaluation.confidence = _confidence(evaluation, scores, semantic) if m.likelihoods else None
     return evaluation
+
+
+def _consent(
+    expected: Expected, observed: Observed, m: Alignment, omitted: list[Failure]
+) -> tuple[list[Unconsented], list[Failure], list[Failure]]:
+    """Semantic mode's consent check of a trace (:mod:`matching.consent`): the calls
+    without the user's yes, the gates' failures, and those of them not in ``omitted``."""
+    if m.likelihoods is None or observed.kind != "trace":  # a response calls nothing
+        return [], [], []
+    unconsented = unconsented_calls(expected.contract, observed.text)
+    consent = consent_failures(expected, unconsented, omitted)
+    return unconsented, consent, [f for f in consent if not any(f is o for o in omitted)]
 
 
 def _confidence(
