@@ -60,6 +60,10 @@ def _open(page, live_server, run):
 def _scroll_to_the_end(page, box: str, more: str) -> None:
     """Scroll ``box`` down until no ``more`` link is left in it."""
     for _ in range(60):
+        # a reader's wheel: up a little, then down to the end, so the link comes into view
+        page.locator(box).evaluate(
+            "el => { el.scrollTop = el.scrollHeight - 2 * el.clientHeight; }"
+        )
         page.locator(box).evaluate("el => { el.scrollTop = el.scrollHeight; }")
         page.wait_for_timeout(150)
         if page.locator(f"{box} {more}").count() == 0:
