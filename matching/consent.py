@@ -25,30 +25,30 @@ such call. The check reads the trace's tags only (``[user]``, ``[assistant]``,
 ``[user]`` event (a response, a log of calls alone) is not judged, and token mode, the
 spec's literal reading, does not run it.
 
->>> from matching.model import Contract, Edge, Node, Span
+>>> from matching.conditioning import condition
+>>> from matching.model import Contract, Edge, Node, Query, Span
 >>> text = ("[assistant] I will cancel ABC123 and refund your card. Shall I go ahead?\\n"
 ...         "[user] Yes please.\\n[tool] cancel(id=\\"ABC123\\")\\n[tool] cancel(id=\\"XYZ987\\")")
 >>> ask = "List the cancellation and get an explicit yes"
 >>> gate = Node("ok", "validation", ask, True, [Span(0, 1)])
 >>> act = Node("cancel", "action", "Cancel it", True, [Span(0, 1)], meta={"tool": "cancel"})
->>> c = Contract("c", "policy", [gate, act], [Edge("ok", "cancel", "requires")])
->>> [(u.gate, u.call.line, u.why[:22]) for u in unconsented_calls(c, text)]
+>>> c = Contract("c", "policy", [gate, act], [Edge("ok", "cancel", "requires")], [], [Query("q")])
+>>> [(u.gate, u.call.line, u.why[:22]) for u in unconsented_calls(condition(c, "q"), text)]
 [('ok', 4, 'the yes at line 2 was ')]
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 
 from . import trace
 from .conditioning import Expected
 from .failures import Failure
-from .model import Contract
 from .observe import Step, acts, lexicon
-from .tool_checks import Call
+from .tool_checks import Call, call_of
 
 __all__ = ["Unconsented", "agrees", "consent_failures", "consent_gates", "unconsented_calls"]
 
@@ -101,43 +101,47 @@ def agrees(message: str) -> bool:
     )
 
 
-def consent_gates(contract: Contract, active: Collection[str]) -> dict[str, frozenset[str]]:
-    """Every active consent gate and the tools it guards (gates guarding none left out).
+def consent_gates(expected: Expected) -> dict[str, frozenset[str]]:
+    """Every consent gate of the contract, active for the query or not, and the tools it
+    guards (gates guarding none left out).
 
     >>> from pathlib import Path
+    >>> from matching.conditioning import condition
     >>> from matching.validate import load_contract
     >>> c = load_contract(Path(__file__).parent / "data" / "refund-mini.json")
-    >>> consent_gates(c, {n.id for n in c.nodes})
+    >>> consent_gates(condition(c, "q1"))
     {}
     """
-    pattern = _gate_pattern()
+    contract, pattern = expected.contract, _gate_pattern()
     out: dict[str, frozenset[str]] = {}
     for n in contract.nodes:
-        if n.id not in active or not pattern.search(f"{n.label}. {n.description}"):
+        if not pattern.search(f"{n.label}. {n.description}"):
             continue
         after = [e.target for e in contract.edges if e.source == n.id and e.kind in _ORDERED]
-        guarded = _writes(contract, after or _next_acting_sibling(contract, n.id))
+        guarded = _writes(expected, after or _next_acting_sibling(expected, n.id))
         if guarded:
             out[n.id] = guarded
     return out
 
 
-def _writes(contract: Contract, roots: Iterable[str]) -> frozenset[str]:
+def _writes(expected: Expected, roots: Iterable[str]) -> frozenset[str]:
     """The tools bound in the subtrees of ``roots`` that change something (a lookup
     needs no consent)."""
+    by_id = expected.contract.by_id
     return frozenset(
         tool
         for root in roots
-        for m in _subtree(contract, root)
-        for tool in contract.by_id[m].tools
+        for m in expected.subtree(root)
+        for tool in by_id[m].tools
         if acts(Step("call", tool))
     )
 
 
-def _next_acting_sibling(contract: Contract, gate: str) -> list[str]:
+def _next_acting_sibling(expected: Expected, gate: str) -> list[str]:
     """A gate without ordering edges guards the first later sibling that calls a tool
     which changes something: where the procedure declares the yes, the action it is
     for comes next."""
+    contract = expected.contract
     parent = contract.by_id[gate].parent
     siblings = (
         contract.children[parent]
@@ -145,25 +149,17 @@ def _next_acting_sibling(contract: Contract, gate: str) -> list[str]:
         else [n.id for n in contract.nodes if n.parent is None]
     )
     later = siblings[siblings.index(gate) + 1 :]
-    return next(([s] for s in later if _writes(contract, [s])), [])
+    return next(([s] for s in later if _writes(expected, [s])), [])
 
 
-def _subtree(contract: Contract, root: str) -> Iterator[str]:
-    stack = [root]
-    while stack:
-        n = stack.pop()
-        yield n
-        stack.extend(contract.children.get(n, ()))
-
-
-def unconsented_calls(contract: Contract, text: str) -> list[Unconsented]:
+def unconsented_calls(expected: Expected, text: str) -> list[Unconsented]:
     """The calls of guarded tools in the trace ``text`` made without consent, in order.
 
-    Every gate of ``contract`` applies, active for the query or not: a cancellation
+    Every gate of the contract applies, active for the query or not: a cancellation
     needs its yes even when the query asked for something else (the call is then also
-    an extra action or a wrong branch).
+    an extra action or a wrong branch, and :func:`consent_failures` leaves it there).
     """
-    gates = consent_gates(contract, {n.id for n in contract.nodes})
+    gates = consent_gates(expected)
     if not gates:
         return []
     evs = [e for e in trace.events(text) if e.role in ("user", "assistant", "tool")]
@@ -176,7 +172,7 @@ def unconsented_calls(contract: Contract, text: str) -> list[Unconsented]:
         if e.role == "user":
             last_user = i
             continue
-        call = _call(e, text)
+        call = call_of(e, text)
         if call is None:
             continue
         for gate, tools in gates.items():
@@ -188,13 +184,6 @@ def unconsented_calls(contract: Contract, text: str) -> list[Unconsented]:
             elif last_user is not None:
                 used[gate].add(last_user)
     return out
-
-
-def _call(e: trace.Event, text: str) -> Call | None:
-    if e.role != "tool":
-        return None
-    parsed = trace.tool_call(" ".join(x.strip() for x in e.lines if x.strip()))
-    return None if parsed is None else Call(parsed[0], parsed[1], _line(text, e))
 
 
 def _line(text: str, e: trace.Event) -> int:

@@ -240,7 +240,7 @@ def _consent(
     without the user's yes, the gates' failures, and those of them not in ``omitted``."""
     if m.likelihoods is None or observed.kind != "trace":  # a response calls nothing
         return [], [], []
-    unconsented = unconsented_calls(expected.contract, observed.text)
+    unconsented = unconsented_calls(expected, observed.text)
     consent = consent_failures(expected, unconsented, omitted)
     return unconsented, consent, [f for f in consent if not any(f is o for o in omitted)]
 

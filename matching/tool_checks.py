@@ -52,15 +52,17 @@ def tool_calls(kind: str, text: str) -> tuple[Call, ...]:
     scoring a run's tool checks and naming what broke them read the same trace."""
     if kind != "trace":
         return ()
-    out = []
-    for event in trace.events(text):
-        if event.role != "tool":
-            continue
-        # a call's JSON arguments may run over several lines
-        call = trace.tool_call(" ".join(x.strip() for x in event.lines if x.strip()))
-        if call is not None:
-            out.append(Call(call[0], call[1], text.count("\n", 0, event.start) + 1))
-    return tuple(out)
+    calls = (call_of(event, text) for event in trace.events(text))
+    return tuple(c for c in calls if c is not None)
+
+
+def call_of(event: trace.Event, text: str) -> Call | None:
+    """The call of one ``[tool]`` event of ``text`` (None for any other event)."""
+    if event.role != "tool":
+        return None
+    # a call's JSON arguments may run over several lines
+    call = trace.tool_call(" ".join(x.strip() for x in event.lines if x.strip()))
+    return None if call is None else Call(call[0], call[1], text.count("\n", 0, event.start) + 1)
 
 
 def _broken(check: Mapping[str, Any], calls: Sequence[Call]) -> Call | None:

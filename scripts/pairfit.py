@@ -182,18 +182,24 @@ def verdict_oof(x: np.ndarray, y, items) -> list[float]:  # type: ignore[no-unty
     return out.tolist()
 
 
+def as_read(ps, certain) -> list[float]:  # type: ignore[no-untyped-def]
+    """P(violation) as semantic mode reads it: the verdict model's, or 1.0 where a
+    consent check failed."""
+    return [1.0 if c else float(p) for p, c in zip(ps, certain, strict=True)]
+
+
 def fit_verdict(ps, ys, items, certain) -> tuple[Thresholds, dict]:  # type: ignore[no-untyped-def]
     """Thresholds on the verdict model's P(violation) over the whole development set,
     and the held-out-task figures of thresholds fitted without each fold's tasks (a
     trace with a failed consent check at P 1.0, as semantic mode reads it)."""
     held = {"p": [], "y": [], "verdicts": []}
+    read = as_read(ps, certain)
     for fold in folds_by_task(items, 5):
         rest = [i for i in range(len(items)) if i not in set(fold)]
         t = fit_thresholds([ps[i] for i in rest], [ys[i] for i in rest])
         for i in fold:
-            p = 1.0 if certain[i] else ps[i]
-            held["p"].append(p)
+            held["p"].append(read[i])
             held["y"].append(ys[i])
-            held["verdicts"].append(t.verdict(p))
+            held["verdicts"].append(t.verdict(read[i]))
     t_all = fit_thresholds(ps, ys)
     return t_all, {"thresholds_all": [t_all.clean_below, t_all.violation_from], "held_out": held}

@@ -130,7 +130,7 @@ def devset_figures(model, fixture_xy) -> dict:  # type: ignore[no-untyped-def]
     for view, ys in (("procedural", procedural), ("strict", strict)):
         model_ps = pairfit.verdict_oof(x, ys, items)
         _, fit = pairfit.fit_verdict(model_ps, ys, items, certain)
-        ps = [1.0 if c else p for p, c in zip(model_ps, certain, strict=True)]
+        ps = pairfit.as_read(model_ps, certain)
         held = fit["held_out"]
         scored = verdict_scores(held["verdicts"], held["y"])
         ya = held["y"]

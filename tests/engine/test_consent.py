@@ -4,13 +4,14 @@ rest. Token mode, the spec's literal reading, does not read consent."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from matching.behaviour import extract_behaviour
 from matching.conditioning import condition
-from matching.consent import agrees, consent_gates, unconsented_calls
+from matching.consent import agrees, consent_failures, consent_gates, unconsented_calls
 from matching.evaluate import evaluate_detailed
 from matching.validate import load_contract
 
@@ -59,7 +60,11 @@ CONSENTED = """[user] Please close my account ending 4471.
 
 
 def lines(contract: Any, text: str) -> list[tuple[str, int]]:
-    return [(u.gate, u.call.line) for u in unconsented_calls(contract, text)]
+    return [(u.gate, u.call.line) for u in unconsented_calls(condition(contract, "q1"), text)]
+
+
+def gates(contract: Any) -> dict[str, frozenset[str]]:
+    return consent_gates(condition(contract, "q1"))
 
 
 @pytest.mark.parametrize(
@@ -72,9 +77,7 @@ def lines(contract: Any, text: str) -> list[tuple[str, int]]:
     ],
 )
 def test_an_obligation_that_asks_for_the_users_go_ahead_is_a_gate(label: str) -> None:
-    assert consent_gates(closure(label), {"warn", "close"}) == {
-        "warn": frozenset({"close_account"})
-    }
+    assert gates(closure(label)) == {"warn": frozenset({"close_account"})}
 
 
 @pytest.mark.parametrize(
@@ -86,22 +89,28 @@ def test_an_obligation_that_asks_for_the_users_go_ahead_is_a_gate(label: str) ->
     ],
 )
 def test_a_check_or_a_third_partys_approval_is_not_a_gate(label: str) -> None:
-    assert consent_gates(closure(label), {"warn", "close"}) == {}
+    assert gates(closure(label)) == {}
 
 
-def test_an_inactive_gate_and_a_gate_guarding_no_tool_are_not_checked_by_consent_gates() -> None:
+def test_a_gate_guarding_no_tool_checks_nothing() -> None:
     c = closure()
-    assert consent_gates(c, {"close"}) == {}
     c.by_id["close"].meta.pop("tool")
-    assert consent_gates(c, {"warn", "close"}) == {}
+    assert gates(c) == {}
+
+
+def test_an_inactive_gates_call_is_not_reported_at_the_gate() -> None:
+    e = condition(closure(), "q1")
+    calls = unconsented_calls(e, CONSENTED.replace("[user] Yes, go ahead.\n", ""))
+    assert [f["location"] for f in consent_failures(e, calls, [])] == ["warn"]
+    assert consent_failures(replace(e, active=e.active - {"warn"}), calls, []) == []
 
 
 def test_a_gate_without_edges_guards_the_next_sibling_that_changes_something() -> None:
     c = closure()
     c.edges.clear()
-    assert consent_gates(c, {"warn", "find", "close"}) == {"warn": frozenset({"close_account"})}
+    assert gates(c) == {"warn": frozenset({"close_account"})}
     c.by_id["close"].meta["tool"] = "get_account_status"  # a lookup needs no consent
-    assert consent_gates(c, {"warn", "find", "close"}) == {}
+    assert gates(c) == {}
 
 
 def test_a_call_after_a_yes_to_a_request_to_go_ahead_is_consented() -> None:
@@ -110,7 +119,7 @@ def test_a_call_after_a_yes_to_a_request_to_go_ahead_is_consented() -> None:
 
 def test_a_call_with_no_yes_before_it_is_not_consented() -> None:
     text = CONSENTED.replace("[user] Yes, go ahead.\n", "")
-    why = unconsented_calls(closure(), text)[0].why
+    why = unconsented_calls(condition(closure(), "q1"), text)[0].why
     assert lines(closure(), text) == [("warn", 5)]
     assert "line 1" in why and "does not agree" in why
 
@@ -121,7 +130,7 @@ def test_a_yes_that_answers_no_request_does_not_consent() -> None:
         "Closing is permanent and can't be undone.",
     )
     assert lines(closure(), text) == [("warn", 6)]
-    assert "answers no request" in unconsented_calls(closure(), text)[0].why
+    assert "answers no request" in unconsented_calls(condition(closure(), "q1"), text)[0].why
 
 
 def test_a_read_back_that_ends_in_a_question_asks_for_the_go_ahead() -> None:
