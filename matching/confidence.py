@@ -14,11 +14,12 @@ pair model (:mod:`matching.pair_model`):
 - invariants and checked outputs: their checks are deterministic (1.0), or one minus a
   judged score;
 - omission of a consent gate whose guarded call came without the user's yes
-  (:mod:`matching.consent`): the check reads the trace's own turns, so it is certain
-  (1.0), and so is the run's violation.
+  (:mod:`matching.consent`), and the failure at a call of a tool that only inactive
+  obligations bind (:mod:`matching.scope`): these checks read the trace's own turns, so
+  they are certain (1.0), and so is the run's violation.
 
-P(violation) is 1.0 when a consent check failed; else it is read from the failures the
-alignment found by a verdict model (:class:`VerdictModel`, fitted on labelled real
+P(violation) is 1.0 when such a check failed; else it is read from the failures the
+alignment found (with the pair model's probabilities) by a verdict model (:class:`VerdictModel`, fitted on labelled real
 traces with whole tasks held out), or, without one, as the probability
 that at least one failure is real (as if independent, :func:`p_violation`); the run's
 verdict is ``clean``, ``violation`` or ``needs_review`` by the thresholds

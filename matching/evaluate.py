@@ -47,9 +47,27 @@ from .formats import REPORT, Contract, Observed, Query
 from .match import Alignment, align
 from .pair_model import Thresholds, load_model
 from .satisfaction import Pos, Satisfaction, satisfaction
+from .scope import OutOfScope, out_of_scope_calls, scope_failures
 
 if TYPE_CHECKING:
     from .alignment import Setup
+
+
+@dataclass
+class TraceChecks:
+    """What semantic mode's checks of a trace's own turns found: the calls a consent
+    gate guards made without the user's yes, the calls of tools only inactive
+    obligations bind, and the failures they make certain."""
+
+    unconsented: list[Unconsented] = field(default_factory=list)
+    out_of_scope: list[OutOfScope] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)  # every one they make certain
+    omissions: list[Failure] = field(default_factory=list)  # added: gates without a yes
+    extra: list[Failure] = field(default_factory=list)  # added: calls out of scope
+
+    @property
+    def added(self) -> list[Failure]:
+        return [*self.omissions, *self.extra]
 
 
 @dataclass
@@ -82,16 +100,32 @@ class Evaluation:
     # semantic mode: P(violation) and the verdict it reads as (clean, needs_review or
     # violation); each failure then also carries its ``probability``
     confidence: dict[str, Any] | None = None
-    # semantic mode: the calls a consent gate guards, made without the user's yes, and
-    # the omissions of active gates they make (also in ``failures``)
-    unconsented: list[Unconsented] = field(default_factory=list)
-    consent: list[Failure] = field(default_factory=list)
+    # semantic mode's checks of the trace (their failures are in ``failures`` too)
+    checks: TraceChecks = field(default_factory=TraceChecks)
+    # semantic mode: what the verdict model read (set with ``confidence``)
+    features: list[float] | None = None
+
+    @property
+    def unconsented(self) -> list[Unconsented]:
+        return self.checks.unconsented
+
+    @property
+    def out_of_scope(self) -> list[OutOfScope]:
+        return self.checks.out_of_scope
+
+    @property
+    def checked(self) -> list[Failure]:
+        """The failures a check of the trace found: certain."""
+        return self.checks.failures
 
     def trace_features(self) -> list[float]:
         """What the verdict model reads of this run (:func:`~matching.confidence.trace_features`):
-        the failures the alignment found; a failed consent check decides on its own."""
+        the failures the alignment found, each with the pair model's probability (a failed
+        check of the trace decides on its own)."""
+        if self.features is not None:
+            return list(self.features)
         lk = self.alignment.likelihoods
-        found = [f for f in self.failures if not any(f is c for c in self.consent)]
+        found = [f for f in self.failures if not _among(f, self.checks.added)]
         return trace_features(found, len(lk.omission) if lk else 0, self.alignment.scores.values())
 
     @property
@@ -208,8 +242,9 @@ def evaluate_detailed(
     omitted, omission_status = omission_failures(expected, s, folded)
     ordered, ordering_edges, conform = ordering_failures(expected, s)
     scores, unjudged, reasons = invariant_scores(expected, observed)
-    unconsented, consent, fresh = _consent(expected, observed, m, omitted)
-    failures = [*branch_failures, *omitted, *fresh, *ordered, *extra_action_failures(m)]
+    extra = extra_action_failures(m)
+    checks = _trace_checks(expected, observed, m, omitted, [*branch_failures, *extra])
+    failures = [*branch_failures, *omitted, *checks.omissions, *ordered, *extra, *checks.extra]
     failures += [*invariant_failures(expected, scores, observed), *output_failures(s)]
     failures += call_failures(expected, observed)
     reasons.update({n: r.reason or "" for n, r in s.outputs.items() if r.passed is None})
@@ -226,42 +261,62 @@ def evaluate_detailed(
         observed_status=observed_status(m),
         unjudged_reasons=reasons,
         not_applicable=[n for n in expected.nodes if n in s.not_applicable],
-        unconsented=unconsented,
-        consent=consent,
+        checks=checks,
     )
     evaluation.confidence = _confidence(evaluation, scores, semantic) if m.likelihoods else None
     return evaluation
 
 
-def _consent(
-    expected: Expected, observed: Observed, m: Alignment, omitted: list[Failure]
-) -> tuple[list[Unconsented], list[Failure], list[Failure]]:
-    """Semantic mode's consent check of a trace (:mod:`matching.consent`): the calls
-    without the user's yes, the gates' failures, and those of them not in ``omitted``."""
+def _trace_checks(
+    expected: Expected,
+    observed: Observed,
+    m: Alignment,
+    omitted: list[Failure],
+    found: list[Failure],
+) -> TraceChecks:
+    """Semantic mode's checks of a trace (:mod:`matching.consent`, :mod:`matching.scope`):
+    the failures they make certain, the alignment's own (``omitted``, ``found``) where it
+    reported them, new ones where it did not."""
     if m.likelihoods is None or observed.kind != "trace":  # a response calls nothing
-        return [], [], []
+        return TraceChecks()
     unconsented = unconsented_calls(expected, observed.text)
     consent = consent_failures(expected, unconsented, omitted)
-    return unconsented, consent, [f for f in consent if not any(f is o for o in omitted)]
+    out_of_scope = out_of_scope_calls(expected, observed.text)
+    scope, extra = scope_failures(expected, m, out_of_scope, found)
+    return TraceChecks(
+        unconsented,
+        out_of_scope,
+        [*consent, *(f for f in scope if not _among(f, consent))],
+        [f for f in consent if not _among(f, omitted)],
+        extra,
+    )
+
+
+def _among(f: Failure, fs: list[Failure]) -> bool:
+    return any(f is g for g in fs)
 
 
 def _confidence(
     ev: Evaluation, scores: Mapping[str, float], semantic: Setup | None
 ) -> dict[str, Any]:
     """Each failure's probability (set on it), P(violation) and the default verdict.
-    A failed consent check is certain, and so is the run's violation."""
+    A failure a check of the trace found is certain, and so is the run's violation; the
+    verdict model reads the alignment's failures with the pair model's probabilities."""
     model = semantic.model if semantic else load_model()
     m = ev.alignment
     for f in ev.failures:
         if f["family"] == "invariant_violation" and f["location"] in scores:
             p = 1.0 - scores[f["location"]]
-        elif any(f is c for c in ev.consent):
+        elif _among(f, ev.checks.added):
             p = 1.0
         else:
             p = failure_probability(f, m.likelihoods, ev.expected, m)
         f["probability"] = round(p, 6)
+    ev.features = ev.trace_features()
+    for f in ev.checked:
+        f["probability"] = 1.0
     vm = model.verdict_model
-    if ev.consent:
+    if ev.checked:
         pv = 1.0
     elif vm is not None:
         pv = vm.p(ev.trace_features())

@@ -138,7 +138,8 @@ def devset_features(fixture_xy, dev, knobs: dict):  # type: ignore[no-untyped-de
     """Every development-set trace read in semantic mode by a pair model fitted on the
     fixture pairs and the development pairs of the *other* tasks' folds: its trace
     features (:func:`matching.confidence.trace_features`), its two labels, and whether
-    a consent check failed (its P(violation) is then 1.0, whatever the features)."""
+    a check of the trace failed (consent, scope: its P(violation) is then 1.0, whatever
+    the features)."""
     contract, items = load_devset(DEVSET)
     fx, fy = fixture_xy
     dx, dy, dg = dev.arrays() if dev is not None else (fx[:0], fy[:0], np.array([]))
@@ -155,7 +156,7 @@ def devset_features(fixture_xy, dev, knobs: dict):  # type: ignore[no-untyped-de
                 condition(contract, it.query), observed_of(it), mode="semantic", semantic=setup
             )
             x[i] = ev.trace_features()
-            certain[i] = bool(ev.consent)
+            certain[i] = bool(ev.checked)
     procedural = [it.violates("procedural") for it in items]
     strict = [it.violates("strict") for it in items]
     return x, procedural, strict, items, certain
@@ -184,14 +185,14 @@ def verdict_oof(x: np.ndarray, y, items) -> list[float]:  # type: ignore[no-unty
 
 def as_read(ps, certain) -> list[float]:  # type: ignore[no-untyped-def]
     """P(violation) as semantic mode reads it: the verdict model's, or 1.0 where a
-    consent check failed."""
+    check of the trace failed."""
     return [1.0 if c else float(p) for p, c in zip(ps, certain, strict=True)]
 
 
 def fit_verdict(ps, ys, items, certain) -> tuple[Thresholds, dict]:  # type: ignore[no-untyped-def]
     """Thresholds on the verdict model's P(violation) over the whole development set,
     and the held-out-task figures of thresholds fitted without each fold's tasks (a
-    trace with a failed consent check at P 1.0, as semantic mode reads it)."""
+    trace with a failed check at P 1.0, as semantic mode reads it)."""
     held = {"p": [], "y": [], "verdicts": []}
     read = as_read(ps, certain)
     for fold in folds_by_task(items, 5):
