@@ -182,3 +182,21 @@ def test_a_call_no_kept_step_holds_is_not_judged() -> None:
     m = alignment()
     m.kept[0].evidence[:] = [Span(40, 50)]
     assert judged(m, []) == ([], [])
+
+
+def test_a_call_whose_json_arguments_run_over_several_lines_is_read() -> None:
+    text = CLOSED.replace(
+        'close_account(id="A-1")', 'close_account({\n  "id": "A-1",\n  "reason": "moving"\n})'
+    )
+    assert calls(closure("refused"), text) == [("close_account", 6, ("close",))]
+
+
+def test_each_out_of_scope_call_is_named_in_the_failure_that_claims_it() -> None:
+    text = CLOSED + '[tool] close_account(id="A-2")\n[result] {"status": "closed"}\n'
+    ev = evaluate_detailed(
+        condition(closure("refused"), "q1"), extract_behaviour(text), mode="semantic"
+    )
+    assert [s.call.line for s in ev.out_of_scope] == [6, 9]
+    assert all(f["probability"] == 1.0 for f in ev.checked)
+    details = " ".join(f["detail"] for f in ev.checked)
+    assert "close_account (line 6)" in details and "close_account (line 9)" in details
