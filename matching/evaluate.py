@@ -102,7 +102,9 @@ class Evaluation:
     confidence: dict[str, Any] | None = None
     # semantic mode's checks of the trace (their failures are in ``failures`` too)
     checks: TraceChecks = field(default_factory=TraceChecks)
-    # semantic mode: what the verdict model read (set with ``confidence``)
+    # semantic mode: what the verdict model reads of this run (set with ``confidence``,
+    # :func:`~matching.confidence.trace_features`): the failures the alignment found,
+    # each with the pair model's probability (a failed check of the trace decides alone)
     features: list[float] | None = None
 
     @property
@@ -117,16 +119,6 @@ class Evaluation:
     def checked(self) -> list[Failure]:
         """The failures a check of the trace found: certain."""
         return self.checks.failures
-
-    def trace_features(self) -> list[float]:
-        """What the verdict model reads of this run (:func:`~matching.confidence.trace_features`):
-        the failures the alignment found, each with the pair model's probability (a failed
-        check of the trace decides on its own)."""
-        if self.features is not None:
-            return list(self.features)
-        lk = self.alignment.likelihoods
-        found = [f for f in self.failures if not _among(f, self.checks.added)]
-        return trace_features(found, len(lk.omission) if lk else 0, self.alignment.scores.values())
 
     @property
     def verdict(self) -> str:
@@ -312,14 +304,15 @@ def _confidence(
         else:
             p = failure_probability(f, m.likelihoods, ev.expected, m)
         f["probability"] = round(p, 6)
-    ev.features = ev.trace_features()
+    found = [f for f in ev.failures if not _among(f, ev.checks.added)]
+    ev.features = trace_features(found, len(m.likelihoods.omission), m.scores.values())
     for f in ev.checked:
         f["probability"] = 1.0
     vm = model.verdict_model
     if ev.checked:
         pv = 1.0
     elif vm is not None:
-        pv = vm.p(ev.trace_features())
+        pv = vm.p(ev.features)
     else:
         pv = p_violation(f["probability"] for f in ev.failures)
     return {"p_violation": pv, "verdict": model.thresholds.verdict(pv)}

@@ -64,6 +64,10 @@ class Alignment:
     # earlier step that co-enacts it: the request before the lookup); order is read there
     first_step: dict[str, int] = field(default_factory=dict)
 
+    def steps_at(self, start: int, end: int) -> list[str]:
+        """The kept observed nodes whose evidence overlaps ``[start, end)`` of the text."""
+        return [o.id for o in self.kept if any(s.start < end and s.end > start for s in o.evidence)]
+
     @property
     def paired_observed(self) -> dict[str, str]:
         """Observed id -> the obligation it enacts (the first, when a step enacts two)."""

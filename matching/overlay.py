@@ -336,9 +336,7 @@ def _call_steps(ev: Evaluation, observed: Observed, node: str) -> list[str]:
     lines = observed.text.split("\n")
     start = sum(len(x) + 1 for x in lines[: bad[0].line - 1])
     end = start + len(lines[bad[0].line - 1])
-    return [
-        o.id for o in ev.alignment.kept if any(s.start < end and s.end > start for s in o.evidence)
-    ]
+    return ev.alignment.steps_at(start, end)
 
 
 def _targets(failure: dict[str, str], ev: Evaluation, observed: Observed) -> dict[str, Any]:

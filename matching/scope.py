@@ -49,7 +49,7 @@ class OutOfScope:
     """A call of a tool that only obligations the query does not activate bind."""
 
     call: Call
-    start: int  # offset of the call's event in the trace
+    span: tuple[int, int]  # the call's event in the trace: [start, end)
     bound_by: tuple[str, ...]  # the contract's nodes that bind the tool, in its order
 
 
@@ -67,7 +67,7 @@ def out_of_scope_calls(expected: Expected, text: str) -> list[OutOfScope]:
         if call is None or call.name not in holders or not acts(Step("call", call.name)):
             continue
         if not any(n in expected.active for n in holders[call.name]):
-            out.append(OutOfScope(call, e.start, tuple(holders[call.name])))
+            out.append(OutOfScope(call, (e.start, e.end), tuple(holders[call.name])))
     return out
 
 
@@ -78,14 +78,14 @@ def scope_failures(
     alignment's) at each call's step, their detail extended, and new extra actions where
     the alignment reported none; returned as (all of them, the new ones), in call order.
 
-    A call's step is the kept observed node whose evidence holds the call (a call the
+    A call's step is the first kept observed node whose evidence holds the call (a call the
     observed graph leaves out is not judged); its failure is the extra action at that
     step, or the wrong branch it was folded into.
     """
     out: list[Failure] = []
     fresh: list[Failure] = []
     for s in calls:
-        step = _step_of(m, s.start)
+        step = next(iter(m.steps_at(*s.span)), None)
         if step is None:  # the observed graph leaves the call out: nothing to judge
             continue
         why = (
@@ -105,18 +105,6 @@ def scope_failures(
         if not any(f is g for g in out):
             out.append(f)
     return out, fresh
-
-
-def _step_of(m: Alignment, start: int) -> str | None:
-    """The kept observed node whose evidence holds the offset ``start``."""
-    return next(
-        (
-            o.id
-            for o in m.kept
-            if any(sp.start <= start < max(sp.end, sp.start + 1) for sp in o.evidence)
-        ),
-        None,
-    )
 
 
 def _failure_at(

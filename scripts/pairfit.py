@@ -155,7 +155,7 @@ def devset_features(fixture_xy, dev, knobs: dict):  # type: ignore[no-untyped-de
             ev = evaluate_detailed(
                 condition(contract, it.query), observed_of(it), mode="semantic", semantic=setup
             )
-            x[i] = ev.trace_features()
+            x[i] = ev.features
             certain[i] = bool(ev.checked)
     procedural = [it.violates("procedural") for it in items]
     strict = [it.violates("strict") for it in items]

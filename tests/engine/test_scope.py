@@ -8,6 +8,7 @@ from typing import Any
 
 from matching.behaviour import extract_behaviour
 from matching.conditioning import condition
+from matching.confidence import TRACE_FEATURES
 from matching.evaluate import evaluate_detailed
 from matching.match import Alignment
 from matching.model import ObservedNode, Span
@@ -122,9 +123,12 @@ def test_the_verdict_model_reads_the_pair_models_probability_not_the_checks() ->
         condition(closure("refused"), "q1"), extract_behaviour(CLOSED), mode="semantic"
     )
     assert ev.features is not None
-    # per family: count, largest and summed probability; the claimed failure's largest
-    # probability is the alignment's, below the check's 1.0
-    assert max(ev.features[1:12:3]) < 1.0
+    read = dict(zip(TRACE_FEATURES, ev.features, strict=True))
+    (claimed,) = ev.checked
+    family = claimed["family"]
+    assert claimed["probability"] == 1.0
+    assert read[f"{family}_count"] >= 1
+    assert 0.0 < read[f"{family}_max"] < 1.0
 
 
 def test_semantic_mode_reads_a_call_in_scope_as_no_failure() -> None:
