@@ -197,11 +197,18 @@ def comment_for(user: Any, pk: int, minimum: str = VIEW) -> tuple[Comment, Membe
 
 
 def notification_for(user: Any, pk: int) -> Notification:
-    """Notification ``pk`` if it is ``user``'s own (anyone else's is a 404: a user never
-    learns that another's exists)."""
+    """Notification ``pk`` if it is ``user``'s own, of a project they are still a member
+    of (anything else is a 404: a user never learns that another's exists, and a former
+    member reads no more of the project's comments)."""
     if not user.is_authenticated:
         raise Http404("no such notification")
-    notification = Notification.objects.filter(pk=pk, user=user).first()
+    notification = (
+        Notification.objects.filter(
+            pk=pk, user=user, comment__contract__project__memberships__user=user
+        )
+        .distinct()
+        .first()
+    )
     if notification is None:
         raise Http404("no such notification")
     return notification

@@ -209,6 +209,7 @@ class Applied(NamedTuple):
     duplicates: list[dict[str, str]]  # the proposals skipped, as discards with a reason
 
 
+@retry_on_lock
 def contract_apply_proposals(*, contract: Contract, user, proposals: Proposals) -> Applied:
     """Add proposals as *proposed* nodes (and edges, invariants).
 

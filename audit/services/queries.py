@@ -84,7 +84,6 @@ def query_save(
     return query
 
 
-@retry_on_lock
 def _check_conditions(contract: Contract, document: Mapping[str, Any]) -> None:
     """Raise unless the contract audits clean and the engine can condition on the query."""
     from matching.validate import audit_contract  # the engine loads with the first save
@@ -102,6 +101,7 @@ def _check_conditions(contract: Contract, document: Mapping[str, Any]) -> None:
         raise ServiceError(exc.message) from exc
 
 
+@retry_on_lock
 def query_delete(*, query: Query, user, expected_version: int | None) -> None:
     authorize(user, query.contract.project_id, EDIT)
     with transaction.atomic():

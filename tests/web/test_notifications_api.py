@@ -75,8 +75,14 @@ def test_nobody_sees_or_marks_another_users_notification(api, notes, users):
     assert api("reviewer").get("/api/notifications/read/").status_code in (404, 405)
 
 
-def test_a_former_members_notifications_of_that_project_are_not_listed(api, notes, users):
+def test_a_former_member_neither_lists_nor_marks_that_projects_notifications(
+    api, notes, users
+):
     from audit.models import Membership
 
     Membership.objects.filter(user=users["reviewer"]).delete()
     assert api("reviewer").get("/api/notifications/").json()["count"] == 0
+    # marking one read would send back the comment's body: a former member reads none
+    assert api("reviewer").post(f"/api/notifications/{notes[0].pk}/read/").status_code == 404
+    notes[0].refresh_from_db()
+    assert notes[0].read_at is None

@@ -9,7 +9,10 @@ same way, on the outline as both pages showed it.
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
+import pkgutil
 import re
 import threading
 
@@ -271,3 +274,22 @@ def test_concurrent_stale_edits_give_one_success_and_conflicts_never_a_500(
     assert sorted(statuses) == [200] + [409] * 7
     node.refresh_from_db()
     assert node.version == 2
+
+
+def test_every_service_that_locks_a_contract_retries_when_the_database_is_busy():
+    """A write that takes the contract's row lock can meet another writer's lock; each
+    such public service is wrapped in retry_on_lock (the ``locked_*`` helpers they call
+    inside their transaction are not)."""
+
+    import audit.services as services_package
+
+    unwrapped = []
+    for info in pkgutil.iter_modules(services_package.__path__):
+        module = importlib.import_module(f"audit.services.{info.name}")
+        for name, fn in inspect.getmembers(module, inspect.isfunction):
+            if name.startswith(("_", "locked_")) or fn.__module__ != module.__name__:
+                continue
+            source = inspect.getsource(inspect.unwrap(fn))
+            if "locked_contract(" in source and not hasattr(fn, "__wrapped__"):
+                unwrapped.append(f"{info.name}.{name}")
+    assert unwrapped == []
