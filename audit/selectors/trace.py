@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..models import Run
+from ..templatetags.audit_text import text_content
 from .runs import trace_segments
 
 # The HTML a part of the trace carries, and so the length past which a run page loads
@@ -60,8 +61,8 @@ def run_trace(run: Run) -> tuple[str, list[dict[str, Any]]]:
 
 
 def _html_bytes(text: str) -> int:
-    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return len(escaped.encode()) + 4 * escaped.count("\r")  # a CR is sent as &#13;
+    """The bytes ``text`` takes on the page, escaped as the page escapes it."""
+    return len(text_content(text).encode())
 
 
 def _mark_bytes(segment: Mapping[str, Any]) -> int:
@@ -98,7 +99,8 @@ def trace_part(
 ) -> TracePart | None:
     """Part ``index`` of ``text`` with the spans of ``nodes`` highlighted, the parts
     holding at most ``budget`` bytes of HTML (but a piece of a line and the mark around
-    it); None past the last part. Only that part's segments are built."""
+    it); None past the last part. The whole trace is segmented to find the cuts; only
+    that part's segments are returned."""
     segments, pos = [], 0
     for s in trace_segments(text, nodes):
         segments.append({**s, "start": pos})

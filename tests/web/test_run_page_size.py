@@ -19,7 +19,7 @@ import tracemalloc
 import pytest
 
 from audit import services
-from audit.selectors.trace import TRACE_PART_BYTES
+from audit.selectors.trace import TRACE_PART_BYTES, trace_part
 from audit.templatetags.audit_text import text_content
 from matching.input_limits import Limits
 
@@ -99,19 +99,38 @@ def test_the_largest_accepted_trace_loads_in_parts_each_response_under_1_mb(
     assert len(payload["observed"]) == len(run.overlay["observed"])
 
 
-def test_a_step_cut_between_two_parts_keeps_its_mark_on_both_sides(largest_run, login):
+def test_every_step_is_highlighted_and_each_part_ends_with_its_line(largest_run, login):
     run, _ = largest_run
     client = login("annotator")
     parts, _ = _parts(client, client.get(f"/r/{run.pk}/").content.decode())
     marks = [re.findall(r'<mark class="ob [^"]*" data-o="([^"]+)"', p) for p in parts]
-    # every step highlighted once (a step cut between two parts: once in each)
     steps = [ids for part in marks for ids in part]
     assert {s.split()[0] for s in steps} == {o["id"] for o in run.overlay["observed"]}
     for part in parts[:-1]:
         assert part.endswith(("\n", "\n</mark>"))  # a part ends with its line
 
 
-def test_parts_escape_the_trace_and_keep_its_carriage_returns(audited, users, login):
+def test_a_step_cut_between_two_parts_keeps_its_mark_on_both_sides():
+    lines = [f"[tool] result line {i} " + "x" * 60 + "\n" for i in range(40)]
+    text = "[user] hi\n" + "".join(lines) + "[assistant] done\n"
+    start = len("[user] hi\n")
+    step = {
+        "id": "o2",
+        "status": "paired",
+        "spans": [{"start": start, "end": start + len("".join(lines))}],
+    }
+    budget = 1024  # a part holds about twelve of the step's forty lines
+    parts = []
+    while (part := trace_part(text, [step], len(parts), budget)) is not None:
+        parts.append(part)
+    assert "".join(s["text"] for p in parts for s in p.segments) == text
+    marked = [i for i, p in enumerate(parts) if any(s["ids"] == "o2" for s in p.segments)]
+    assert len(marked) >= 3 and marked == list(range(marked[0], marked[-1] + 1))
+    for p in parts[:-1]:
+        assert p.segments[-1]["text"].endswith("\n")  # cut after a line, inside the step
+
+
+def test_parts_escape_the_trace_and_a_carriage_return_is_sent_as_a_reference(audited, users, login):
     line = '[assistant] I sent <script>alert("x")</script> & checked the <b>order</b>.\r\n'
     text = (line + "  a & b <i>more</i>\r\n" * 9) * (3 * TRACE_PART_BYTES // (10 * len(line)))
     run, _ = services.run_create(
