@@ -19,6 +19,8 @@ ARGS = [
     "--disable-sync",
 ]
 ROOT = Path(__file__).resolve().parents[2]
+# the password of the team walks' people (the fixture ``people``)
+PASSWORD = "pw-for-browser-1"
 DOCS_IMG = ROOT / "docs" / "img"
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls the test makes
@@ -95,3 +97,26 @@ def reviewer_with_refund_mini(user_model, username: str, password: str):
     doc = json.loads((ROOT / "fixtures" / "demo" / "refund-mini.json").read_text())
     contract = services.contract_import(project=project, user=user, source=doc)
     return user, services.contract_mark_audited(contract=contract, user=user)
+
+
+@pytest.fixture
+def people(django_user_model):
+    """A "demo" project of an admin (boss), two annotators (ann1, ann2) and a curator
+    (cur), with refund-mini imported and every node proposed: ``(users, contract)``."""
+    from audit import services
+    from audit.models import Membership, Node, Project
+
+    project = Project.objects.create(name="Demo", slug="demo")
+    users = {}
+    for name, role in (
+        ("boss", "admin"),
+        ("ann1", "annotator"),
+        ("ann2", "annotator"),
+        ("cur", "reviewer"),
+    ):
+        users[name] = django_user_model.objects.create_user(username=name, password=PASSWORD)
+        Membership.objects.create(project=project, user=users[name], role=role)
+    doc = json.loads((ROOT / "fixtures" / "demo" / "refund-mini.json").read_text())
+    contract = services.contract_import(project=project, user=users["boss"], source=doc)
+    Node.objects.filter(contract=contract).update(review_status="proposed")
+    return users, contract

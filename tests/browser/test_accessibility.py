@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 from web.conftest import require_service
+from web.team_helpers import decide_all
 
 from audit import services
 from audit.models import Contract, IngestedTrace, Membership, Project
+from browser.conftest import log_in
 from browser.test_review import CHAT, PASSWORD, ROOT
-from browser.test_team import people  # noqa: F401 - the team of the team pages' test
 
 pytestmark = [pytest.mark.browser]
 AXE = ROOT / "static" / "vendor" / "axe.min.js"
@@ -154,7 +155,7 @@ def test_blind_annotation_and_the_members_page_have_no_serious_or_critical_viola
 def test_the_team_and_adjudication_pages_have_no_serious_or_critical_violations(
     live_server,
     page,
-    people,  # noqa: F811 - the fixture imported above
+    people,
 ):
     require_service(Path(AXE).exists(), f"{AXE} missing: run `make static`")
     users, contract = people
@@ -167,15 +168,11 @@ def test_the_team_and_adjudication_pages_have_no_serious_or_critical_violations(
             role=role,
             contract=contract,
         )
-    for i, node in enumerate(contract.nodes.order_by("position")):
-        services.decision_record(node=node, user=users["ann1"], action="confirm")
-        action = "reject" if i == 2 else "confirm"  # one disagreement for the curator
-        services.decision_record(node=node, user=users["ann2"], action=action)
+    third = contract.nodes.order_by("position")[2].node_id
+    decide_all(contract, users["ann1"])
+    decide_all(contract, users["ann2"], {third: ("reject", None)})  # one for the curator
     services.adjudication_start(contract=contract, user=users["cur"])
-    page.goto(f"{live_server.url}/login/")
-    page.fill("input[name=username]", "cur")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
+    log_in(page, live_server.url, "cur", PASSWORD)
     found = {}
     for name, url, ready in [
         ("team", f"/c/{contract.pk}/team/", "[data-testid=assignment]"),

@@ -4,8 +4,6 @@ and a failure whose evidence is in a part not loaded yet loads it and shows it."
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from web.sweep import trace_of
 
@@ -15,7 +13,6 @@ from browser.conftest import log_in, reviewer_with_refund_mini
 from matching.input_limits import Limits
 
 pytestmark = [pytest.mark.browser]
-ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "pw-for-browser-long"
 
 

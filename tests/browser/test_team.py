@@ -3,35 +3,16 @@ the audit back until it is resolved."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from audit import services
-from audit.models import AnnotatorDecision, Membership, Node, Project
+from audit.models import AnnotatorDecision
+from browser.conftest import PASSWORD
 
 pytestmark = [pytest.mark.browser]
 ROOT = Path(__file__).resolve().parents[2]
-PASSWORD = "pw-for-browser-1"
-
-
-@pytest.fixture
-def people(django_user_model):
-    project = Project.objects.create(name="Demo", slug="demo")
-    users = {}
-    for name, role in (
-        ("boss", "admin"),
-        ("ann1", "annotator"),
-        ("ann2", "annotator"),
-        ("cur", "reviewer"),
-    ):
-        users[name] = django_user_model.objects.create_user(username=name, password=PASSWORD)
-        Membership.objects.create(project=project, user=users[name], role=role)
-    doc = json.loads((ROOT / "fixtures" / "demo" / "refund-mini.json").read_text())
-    contract = services.contract_import(project=project, user=users["boss"], source=doc)
-    Node.objects.filter(contract=contract).update(review_status="proposed")
-    return users, contract
 
 
 def as_user(browser, live_server, name):

@@ -3,8 +3,6 @@ beside (not under) its buttons, and a recorded note shown whole."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from audit import enqueue
@@ -12,7 +10,6 @@ from audit.services import runs
 from browser.conftest import log_in, reviewer_with_refund_mini
 
 pytestmark = [pytest.mark.browser]
-ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "pw-for-browser-2"
 TRACE = (
     "[user] My order 1042 arrived broken, I want a refund.\n"
@@ -38,14 +35,10 @@ def two_runs(django_user_model, monkeypatch):
     return made
 
 
-def _login(page, live_server):
-    log_in(page, live_server.url, "rev2", PASSWORD)
-
-
 @pytest.mark.parametrize("width", [1024, 1440])
 def test_the_note_field_is_wide_and_clear_of_the_buttons(live_server, page, two_runs, width):
     page.set_viewport_size({"width": width, "height": 800})
-    _login(page, live_server)
+    log_in(page, live_server.url, "rev2", PASSWORD)
     page.goto(f"{live_server.url}/r/{two_runs[0].pk}/")
     page.wait_for_selector("[data-testid=next-unreviewed]")  # the case that squeezed it
     note = page.locator("textarea[name=note]").bounding_box()
