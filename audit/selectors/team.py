@@ -416,25 +416,11 @@ def project_agreement_rows(project: Project, user: Any, membership: Membership) 
 
 def my_notifications(user: Any, project: Project | None = None) -> list[Any]:
     """``user``'s unread notifications, newest first, of the projects they are still a
-    member of (of ``project`` only, when given)."""
-    from ..models import Notification
-
-    rows = Notification.objects.filter(
-        user=user,
-        read_at__isnull=True,
-        comment__contract__project__memberships__user=user,
-    ).select_related(
-        "comment__author",
-        "comment__contract",
-        "comment__node",
-        "comment__edge__source",
-        "comment__edge__target",
-        "comment__invariant",
-        "comment__run",
-    )
+    member of (of ``project`` only, when given): the fifty the bell shows."""
+    rows = notifications_of(user, unread_only=True)
     if project is not None:
         rows = rows.filter(comment__contract__project=project)
-    return list(rows.distinct()[:50])
+    return list(rows[:50])
 
 
 def notifications_of(user: Any, unread_only: bool = False) -> QuerySet[Any]:

@@ -171,12 +171,11 @@ def decision_record(
     cleaned = clean_fields(node, fields or {}) if action == DecisionAction.EDIT else {}
     with transaction.atomic():
         mine = AnnotatorDecision.objects.select_for_update().filter(node=node, user=user).first()
+        _check_copy_version(node, mine, expected_version)
         if mine is None:
-            _check_copy_version(node, mine, expected_version)
             return AnnotatorDecision.objects.create(
                 contract=contract, node=node, user=user, action=action, fields=cleaned
             )
-        _check_copy_version(node, mine, expected_version)
         mine.action, mine.fields, mine.version = action, cleaned, mine.version + 1
         mine.save(update_fields=["action", "fields", "version", "updated_at"])
     return mine
