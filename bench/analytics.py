@@ -83,7 +83,8 @@ def main() -> None:
         "compare page": lambda: get(compare),
         "API": lambda: get(api),
     }
-    print(f"{runs.count():,} finished runs of {contract.key} v{contract.version}")
+    n_runs = runs.count()
+    print(f"{n_runs:,} finished runs of {contract.key} v{contract.version}")
     rows = []
     for name, fn in timings.items():
         ms = 1000 * best(fn, args.repeat)
@@ -92,12 +93,12 @@ def main() -> None:
     if args.doc:
         doc.write(
             "analytics",
-            title=f"compliance analytics at {runs.count():,} runs",
+            title=f"compliance analytics at {n_runs:,} runs",
             command=f"make bench-reads (bench/analytics.py --repeat {args.repeat} --doc)",
             method=__doc__.split("\n\n")[1],
             machine_line=doc.machine(doc.postgres_version(), load=load),
             body=[
-                f"{runs.count():,} finished runs of `{contract.key}` v{contract.version};"
+                f"{n_runs:,} finished runs of `{contract.key}` v{contract.version};"
                 f" best of {args.repeat}.",
                 "",
                 *doc.table(["read", "wall ms"], rows),

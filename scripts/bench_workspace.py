@@ -139,13 +139,13 @@ def run(n_nodes: int, repeat: int) -> list[tuple[str, float, float, float, float
         return client.post(f"{base}/reviews/", {"action": "confirm", "node": refs}, **HTMX)
 
     rows = []
+    mid = nodes[len(nodes) // 2]  # the page and the panel open the same node
+    page = f"{base}/?node={mid.node_id}"
     cache.clear()
-    cold = timed(lambda: client.get(f"{base}/?node=n{n_nodes // 2}"), 1, warm=False)
+    cold = timed(lambda: client.get(page), 1, warm=False)
     rows.append(("workspace page, cold (audit not cached)", *cold))
-    rows.append(
-        ("workspace page", *timed(lambda: client.get(f"{base}/?node=n{n_nodes // 2}"), repeat))
-    )
-    panel = f"{base}/nodes/{nodes[len(nodes) // 2].pk}/"
+    rows.append(("workspace page", *timed(lambda: client.get(page), repeat)))
+    panel = f"{base}/nodes/{mid.pk}/"
     rows.append(("node panel (htmx)", *timed(lambda: client.get(panel, **HTMX), repeat)))
     rows.append(("confirm + open next (htmx)", *timed(lambda: review("confirm"), repeat)))
     rows.append(("reject + open next (htmx)", *timed(lambda: review("reject"), repeat)))
