@@ -75,9 +75,7 @@ def test_nobody_sees_or_marks_another_users_notification(api, notes, users):
     assert api("reviewer").get("/api/notifications/read/").status_code in (404, 405)
 
 
-def test_a_former_member_neither_lists_nor_marks_that_projects_notifications(
-    api, notes, users
-):
+def test_a_former_member_neither_lists_nor_marks_that_projects_notifications(api, notes, users):
     from audit.models import Membership
 
     Membership.objects.filter(user=users["reviewer"]).delete()
