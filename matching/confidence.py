@@ -14,8 +14,8 @@ pair model (:mod:`matching.pair_model`):
 - invariants and checked outputs: their checks are deterministic (1.0), or one minus a
   judged score;
 - omission of a consent gate whose guarded call came without the user's yes
-  (:mod:`matching.consent`), and the failure at a call of a tool that only inactive
-  obligations bind (:mod:`matching.scope`): these checks read the trace's own turns, so
+  (:mod:`matching.consent`), and the failure at a call, or at an agent's offer of a
+  call, of a tool that only inactive obligations bind (:mod:`matching.scope`): these checks read the trace's own turns, so
   they are certain (1.0), and so is the run's violation.
 
 P(violation) is 1.0 when such a check failed; else it is read from the failures the

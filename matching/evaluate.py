@@ -47,7 +47,7 @@ from .formats import REPORT, Contract, Observed, Query
 from .match import Alignment, align
 from .pair_model import Thresholds, load_model
 from .satisfaction import Pos, Satisfaction, satisfaction
-from .scope import OutOfScope, out_of_scope_calls, scope_failures
+from .scope import OutOfScope, out_of_scope_calls, out_of_scope_offers, scope_failures
 
 if TYPE_CHECKING:
     from .alignment import Setup
@@ -56,8 +56,8 @@ if TYPE_CHECKING:
 @dataclass
 class TraceChecks:
     """What semantic mode's checks of a trace's own turns found: the calls a consent
-    gate guards made without the user's yes, the calls of tools only inactive
-    obligations bind, and the failures they make certain."""
+    gate guards made without the user's yes, the calls (and offers of calls) of tools
+    only inactive obligations bind, and the failures they make certain."""
 
     unconsented: list[Unconsented] = field(default_factory=list)
     out_of_scope: list[OutOfScope] = field(default_factory=list)
@@ -273,7 +273,13 @@ def _trace_checks(
         return TraceChecks()
     unconsented = unconsented_calls(expected, observed.text)
     consent = consent_failures(expected, unconsented, omitted)
-    out_of_scope = out_of_scope_calls(expected, observed.text)
+    out_of_scope = sorted(
+        [
+            *out_of_scope_calls(expected, observed.text),
+            *out_of_scope_offers(expected, observed.text),
+        ],
+        key=lambda s: s.span,
+    )
     scope, extra = scope_failures(expected, m, out_of_scope, found)
     return TraceChecks(
         unconsented,

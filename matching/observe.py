@@ -122,6 +122,16 @@ def sentences(text: str) -> list[str]:
     return out
 
 
+def sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The [start, end) offsets of the sentences of ``text[start:end]``, in ``text``.
+
+    >>> t = "[assistant] Done. Shall I go on?"
+    >>> [t[a:b].strip() for a, b in sentence_spans(t, 12, len(t))]
+    ['Done.', 'Shall I go on?']
+    """
+    return [m.span() for m in _SENTENCE.finditer(text, start, end) if m.group(0).strip()]
+
+
 def sentences_of(text: str) -> list[str]:
     """Sentences and lead clauses (before a colon or semicolon, three words or more).
 

@@ -8,6 +8,15 @@ refuses, a transfer to a human for a request the agent can handle, a certificate
 a complaint that earns none. The call's tool name is read from the trace, not guessed
 from wording, so the failure is certain.
 
+An agent sentence that offers or promises such a call is one too: the agent puts to the
+user an act the procedure does not allow here ("Would you like me to transfer you to a
+human agent?" after a refusal the policy requires). It is read from the tool's own name:
+a first-person subject, then only the closed ``offer_words`` of the lexicon ("can",
+"would", "be happy to", …), then the tool's verb (the first word of its name, in any
+inflection), then every other word of its name later in the sentence. A negation, or any
+other verb in between, is not an offer ("I cannot transfer you", "I can access your
+booking").
+
 The alignment has usually found the step already (an extra action, or a step of an
 inactive branch: a wrong branch); the check then claims that failure and names the
 call in its detail. Where the alignment paired the call with an active obligation, the
@@ -28,59 +37,134 @@ reading).
 >>> text = "[user] When is ABC123?\\n[tool] lookup(id=\\"ABC123\\")\\n[tool] cancel(id=\\"ABC123\\")"
 >>> [(s.call.name, s.call.line, s.bound_by) for s in out_of_scope_calls(condition(c, "q"), text)]
 [('cancel', 3, ('cancel',))]
+>>> said = "[assistant] I can't cancel it. Would you like me to cancel it anyway?"
+>>> [(s.call.name, s.said) for s in out_of_scope_offers(condition(c, "q"), said)]
+[('cancel', 'Would you like me to cancel it anyway?')]
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import cache
 
 from . import trace
 from .conditioning import Expected
 from .failures import Failure
 from .match import Alignment
-from .observe import Step, acts
+from .observe import Step, acts, lexicon, sentence_spans
+from .similarity import stem, tokens
 from .tool_checks import Call, call_of
 
-__all__ = ["OutOfScope", "out_of_scope_calls", "scope_failures"]
+__all__ = ["OutOfScope", "out_of_scope_calls", "out_of_scope_offers", "scope_failures"]
 
 
 @dataclass(frozen=True)
 class OutOfScope:
-    """A call of a tool that only obligations the query does not activate bind."""
+    """A call, or an offer of a call, of a tool that only obligations the query does not
+    activate bind."""
 
-    call: Call
-    span: tuple[int, int]  # the call's event in the trace: [start, end)
+    call: Call  # an offer's: the tool, no arguments, the sentence's line
+    span: tuple[int, int]  # the call's event, or the offering sentence, in the trace
     bound_by: tuple[str, ...]  # the contract's nodes that bind the tool, in its order
+    said: str = ""  # the sentence that offers the call ("" for a call)
+
+    @property
+    def why(self) -> str:
+        act = f"offers to call {self.call.name}" if self.said else f"calls {self.call.name}"
+        where = f"line {self.call.line}: {self.said!r}" if self.said else f"line {self.call.line}"
+        return (
+            f"{act} ({where}), a tool that only obligations this query does not activate"
+            f" bind ({', '.join(map(repr, self.bound_by))})"
+        )
+
+
+def _out_of_scope_tools(expected: Expected) -> dict[str, tuple[str, ...]]:
+    """Each tool that changes something, that the contract binds and that no active
+    obligation binds, with the nodes that bind it."""
+    holders: dict[str, list[str]] = {}
+    for n in expected.contract.nodes:
+        for tool in n.tools:
+            holders.setdefault(tool, []).append(n.id)
+    return {
+        tool: tuple(ns)
+        for tool, ns in holders.items()
+        if acts(Step("call", tool)) and not any(n in expected.active for n in ns)
+    }
 
 
 def out_of_scope_calls(expected: Expected, text: str) -> list[OutOfScope]:
     """The calls in the trace ``text`` of tools that change something, that the contract
     binds and that no active obligation binds, in order."""
-    contract = expected.contract
-    holders: dict[str, list[str]] = {}
-    for n in contract.nodes:
-        for tool in n.tools:
-            holders.setdefault(tool, []).append(n.id)
+    tools = _out_of_scope_tools(expected)
     out: list[OutOfScope] = []
     for e in trace.events(text):
         call = call_of(e, text)
-        if call is None or call.name not in holders or not acts(Step("call", call.name)):
-            continue
-        if not any(n in expected.active for n in holders[call.name]):
-            out.append(OutOfScope(call, (e.start, e.end), tuple(holders[call.name])))
+        if call is not None and call.name in tools:
+            out.append(OutOfScope(call, (e.start, e.end), tools[call.name]))
     return out
+
+
+def out_of_scope_offers(expected: Expected, text: str) -> list[OutOfScope]:
+    """The agent sentences of the trace ``text`` that offer or promise a call of a tool
+    that changes something, that the contract binds and that no active obligation binds,
+    in order (one per sentence)."""
+    tools = _out_of_scope_tools(expected)
+    readers = [(tool, _offer_pattern(tool), _object_words(tool)) for tool in tools]
+    out: list[OutOfScope] = []
+    for e in trace.events(text):
+        if e.role != "assistant" or not readers:
+            continue
+        for start, end in sentence_spans(text, e.start, e.end):
+            said = text[start:end]
+            for tool, pattern, objects in readers:
+                verb = pattern.search(said)
+                if verb and objects <= tokens(said[verb.end() :]):
+                    line = text.count("\n", 0, start) + 1
+                    call = Call(tool, "", line)
+                    out.append(OutOfScope(call, (start, end), tools[tool], _said(said)))
+                    break
+    return out
+
+
+def _said(sentence: str) -> str:
+    return " ".join(re.sub(r"^\s*\[assistant\]", "", sentence).split())
+
+
+def _name_words(tool: str) -> list[str]:
+    return re.sub(r"([a-z])([A-Z])", r"\1 \2", tool).replace("_", " ").replace("-", " ").split()
+
+
+def _object_words(tool: str) -> frozenset[str]:
+    """The stemmed content words of a tool's name after its verb."""
+    return tokens(" ".join(_name_words(tool)[1:]))
+
+
+@cache
+def _offer_pattern(tool: str) -> re.Pattern[str]:
+    """'I', 'we' or 'me', then only offer words (at least one, or "'ll"/"'d"), then the
+    tool's verb in any inflection; or a question's "shall I", "can we", … then the verb."""
+    words = _name_words(tool)
+    verb = re.escape(stem(words[0].lower()) if words else tool)
+    bridge = "|".join(sorted(map(re.escape, lexicon()["offer_words"]), key=len, reverse=True))
+    return re.compile(
+        rf"\b(?:i|we|me)(?:(?:'ll|'d)(?:\s+(?:{bridge}))*|(?:\s+(?:{bridge}))+)\s+{verb}\w*"
+        rf"|\b(?:shall|should|can|could|may)\s+(?:i|we)\s+{verb}\w*",
+        re.I,
+    )
 
 
 def scope_failures(
     expected: Expected, m: Alignment, calls: list[OutOfScope], found: list[Failure]
 ) -> tuple[list[Failure], list[Failure]]:
-    """The failures that the out-of-scope ``calls`` make certain: those of ``found`` (the
-    alignment's) at each call's step, their detail extended, and new extra actions where
-    the alignment reported none; returned as (all of them, the new ones), in call order.
+    """The failures that the out-of-scope ``calls`` (and offers of calls) make certain:
+    those of ``found`` (the alignment's) at each one's step, their detail extended, and
+    new extra actions where the alignment reported none; returned as (all of them, the
+    new ones), in the trace's order.
 
-    A call's step is the first kept observed node whose evidence holds the call (a call the
-    observed graph leaves out is not judged); its failure is the extra action at that
-    step, or the wrong branch it was folded into.
+    A call's step is the first kept observed node whose evidence holds the call or the
+    offering sentence (one the observed graph leaves out is not judged); its failure is
+    the extra action at that step, or the wrong branch it was folded into.
     """
     out: list[Failure] = []
     fresh: list[Failure] = []
@@ -88,10 +172,7 @@ def scope_failures(
         step = next(iter(m.steps_at(*s.span)), None)
         if step is None:  # the observed graph leaves the call out: nothing to judge
             continue
-        why = (
-            f"calls {s.call.name} (line {s.call.line}), a tool that only obligations"
-            f" this query does not activate bind ({', '.join(map(repr, s.bound_by))})"
-        )
+        why = s.why
         f = _failure_at(expected, m, step, found)
         if f is None:
             f = {

@@ -12,7 +12,7 @@ from matching.confidence import TRACE_FEATURES
 from matching.evaluate import evaluate_detailed
 from matching.match import Alignment
 from matching.model import ObservedNode, Span
-from matching.scope import out_of_scope_calls, scope_failures
+from matching.scope import out_of_scope_calls, out_of_scope_offers, scope_failures
 from matching.validate import load_contract
 
 from .helpers import make_contract
@@ -204,3 +204,68 @@ def test_each_out_of_scope_call_is_named_in_the_failure_that_claims_it() -> None
     assert all(f["probability"] == 1.0 for f in ev.checked)
     details = " ".join(f["detail"] for f in ev.checked)
     assert "close_account (line 6)" in details and "close_account (line 9)" in details
+
+
+# offers: a sentence that puts an out-of-scope call to the user
+
+REFUSED = """[user] Please close my account ending 4471.
+[tool] find_account(last4="4471")
+[result] {"id": "A-1", "balance": 120}
+[assistant] I'm sorry, but an account with a balance cannot be closed. {offer}
+[user] No thanks.
+"""
+
+
+def offers(offer: str, contract: Any = None) -> list[tuple[str, int, str]]:
+    text = REFUSED.replace("{offer}", offer)
+    found = out_of_scope_offers(condition(contract or closure("allowed"), "q1"), text)
+    return [(s.call.name, s.call.line, s.said) for s in found]
+
+
+def test_an_offer_to_call_a_tool_of_an_inactive_intent_is_out_of_scope() -> None:
+    said = "Would you like me to transfer you to a human agent?"
+    assert offers(said) == [("transfer", 4, said)]
+
+
+def test_offers_in_other_words_and_inflections_are_read() -> None:
+    for said in (
+        "If you'd like, I can transfer you to a colleague.",
+        "I'd be happy to transfer you now.",
+        "I'll transfer you.",
+        "We could go ahead and transfer your case.",
+    ):
+        assert offers(said) == [("transfer", 4, said)], said
+
+
+def test_a_negation_or_another_verb_is_not_an_offer() -> None:
+    for said in (
+        "I cannot transfer you to a human agent.",
+        "I'm unable to transfer you.",
+        "I can't transfer you.",
+        "I can look into the transfer rules.",
+        "A transfer is not possible here.",
+    ):
+        assert offers(said) == [], said
+
+
+def test_an_offer_must_name_every_word_of_the_tools_name() -> None:
+    contract = closure("refused")  # close_account is bound to the inactive branch only
+    assert offers("Shall I close the account anyway?", contract)[0][0] == "close_account"
+    assert offers("Shall I close this ticket?", contract) == []
+
+
+def test_an_offer_of_a_tool_in_scope_is_not_judged() -> None:
+    assert offers("Shall I close the account anyway?", closure("allowed")) == []
+
+
+def test_semantic_mode_reports_the_offer_as_a_certain_extra_action() -> None:
+    said = "Would you like me to transfer you to a human agent?"
+    text = REFUSED.replace("{offer}", said)
+    ev = evaluate_detailed(
+        condition(closure("refused"), "q1"), extract_behaviour(text), mode="semantic"
+    )
+    (claimed,) = ev.checked
+    assert claimed["family"] in ("extra_action", "wrong_branch")
+    assert f"offers to call transfer (line 4: {said!r})" in claimed["detail"]
+    assert claimed["probability"] == 1.0
+    assert ev.confidence == {"p_violation": 1.0, "verdict": "violation"}
