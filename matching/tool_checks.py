@@ -7,7 +7,11 @@ of a trace, which every importer renders:
 - ``{"forbid_tools": ["delete_account"]}``: violated by any call to one of them;
 - ``{"allow_tools": ["lookup_order", "issue_refund"]}``: violated by a call to any other
   tool (the contract's whole catalogue of permitted tools, or a step's);
-- ``{"max_tool_calls": 8}``: violated by more calls than that.
+- ``{"max_tool_calls": 8}``: violated by more calls than that;
+- ``{"one_act_per_turn": true}``: violated by an agent turn that both writes to the user
+  and calls a tool, or that makes a second call before a result comes back ("one tool
+  call at a time, and never a reply with it"). Turns are parted by the user's messages
+  and the tools' results, so it reads traces whose importer renders results.
 
 A response (no trace) makes no calls, so it never breaks them. Each check is judged
 exactly (score 1.0 or 0.0), and :func:`offending` names the call that broke it, with
@@ -21,18 +25,22 @@ its line, as the failure's evidence.
 (0.0, 1.0)
 >>> offending({"allow_tools": ["lookup"]}, calls)
 'calls delete_account(id=7) (line 3), not a permitted tool'
+>>> said = "[user] Close it\\n[assistant] Closing it now.\\n[tool] delete_account(id=7)\\n"
+>>> offending({"one_act_per_turn": True}, tool_calls("trace", said))
+'replies to the user and calls delete_account(id=7) (line 3) in one turn'
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, TypeGuard
 
 from . import trace
 
-KINDS = ("forbid_tools", "allow_tools", "max_tool_calls")
+KINDS = ("forbid_tools", "allow_tools", "max_tool_calls", "one_act_per_turn")
+_AGENT = ("assistant", "tool")
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,8 @@ class Call:
     name: str
     arguments: str
     line: int  # 1-based line of the trace where the call is
+    turn: int = 0  # the agent's turn: turns are parted by user messages and tool results
+    replied: bool = False  # whether the agent also wrote to the user in that turn
 
 
 def is_tool_check(check: Mapping[str, Any] | None) -> TypeGuard[Mapping[str, Any]]:
@@ -52,8 +62,17 @@ def tool_calls(kind: str, text: str) -> tuple[Call, ...]:
     scoring a run's tool checks and naming what broke them read the same trace."""
     if kind != "trace":
         return ()
-    calls = (call_of(event, text) for event in trace.events(text))
-    return tuple(c for c in calls if c is not None)
+    calls: list[Call] = []
+    replied: set[int] = set()
+    turn = 0
+    for event in trace.events(text):
+        if event.role not in _AGENT:
+            turn += 1
+        elif event.role == "assistant":
+            replied.add(turn)
+        elif (call := call_of(event, text)) is not None:
+            calls.append(replace(call, turn=turn))
+    return tuple(replace(c, replied=c.turn in replied) for c in calls)
 
 
 def call_of(event: trace.Event, text: str) -> Call | None:
@@ -72,8 +91,20 @@ def _broken(check: Mapping[str, Any], calls: Sequence[Call]) -> Call | None:
     if "allow_tools" in check:
         allowed = set(check["allow_tools"])
         return next((c for c in calls if c.name not in allowed), None)
+    if "one_act_per_turn" in check:
+        return _second_act(calls)
     limit = int(check["max_tool_calls"])
     return calls[limit] if len(calls) > limit else None
+
+
+def _second_act(calls: Sequence[Call]) -> Call | None:
+    """The first call made in a turn that also replied, or after another call of its turn."""
+    turns: set[int] = set()
+    for c in calls:
+        if c.replied or c.turn in turns:
+            return c
+        turns.add(c.turn)
+    return None
 
 
 def score(check: Mapping[str, Any], calls: Sequence[Call]) -> float:
@@ -91,4 +122,8 @@ def offending(check: Mapping[str, Any], calls: Sequence[Call]) -> str:
         return f"calls {where}, a forbidden tool"
     if "allow_tools" in check:
         return f"calls {where}, not a permitted tool"
+    if "one_act_per_turn" in check:
+        if c.replied:
+            return f"replies to the user and calls {where} in one turn"
+        return f"makes a second tool call in one turn, {where}, before a result"
     return f"makes {len(calls)} tool calls, more than {check['max_tool_calls']}: from {where}"

@@ -246,7 +246,7 @@ class InvariantForm(forms.Form):
         required=False,
         widget=forms.Textarea(attrs={"rows": 2}),
         help_text='e.g. {"forbid_regex": "…", "violation_example": "…"}, {"forbid_tools": ["…"]},'
-        ' {"allow_tools": ["…"]} or {"max_tool_calls": 8}',
+        ' {"allow_tools": ["…"]}, {"max_tool_calls": 8} or {"one_act_per_turn": true}',
     )
     version = version_field()
 

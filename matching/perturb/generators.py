@@ -286,18 +286,20 @@ def _append_to_last_assistant(doc: Doc, example: str) -> Observed | None:
 
 def _break_tool_check(doc: Doc, check: Mapping[str, Any]) -> Observed | None:
     """Insert the tool calls that break ``check`` before the trace's last event: a
-    forbidden tool, a tool outside the permitted list, or one call past the limit
-    (repeating the trace's last call)."""
+    forbidden tool, a tool outside the permitted list, one call past the limit
+    (repeating the trace's last call), or two calls with no result between them."""
     if doc.kind != "trace":
         return None
     calls = tool_checks.tool_calls(doc.kind, doc.text)
+    last = f"{calls[-1].name}({calls[-1].arguments})" if calls else "lookup()"
     if "forbid_tools" in check:
         lines = [f"{check['forbid_tools'][0]}()"]
     elif "allow_tools" in check:
         allowed = set(check["allow_tools"])
         lines = [f"{next(n for n in ('unlisted_tool', 'other_tool') if n not in allowed)}()"]
+    elif "one_act_per_turn" in check:
+        lines = [last, last]
     else:
-        last = f"{calls[-1].name}({calls[-1].arguments})" if calls else "lookup()"
         lines = [last] * (int(check["max_tool_calls"]) + 1 - len(calls))
     pos = list(events(doc.text))[-1].start
     doc.replace(pos, pos, "".join(f"[tool] {x}\n" for x in lines))

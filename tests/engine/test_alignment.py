@@ -158,6 +158,7 @@ _INSURANCE = (
     "[user] Hi, the insurance on my reservation PEP4E0 is not showing. Can you add it?\n"
     "[assistant] Could you give me your user id?\n[user] It is mia_li_3668.\n"
     '[tool] get_reservation_details(reservation_id="PEP4E0")\n'
+    '[result] {"reservation_id": "PEP4E0", "insurance": "no"}\n'
     "[assistant] I'm sorry, but travel insurance cannot be added after the booking is made.\n"
 )
 

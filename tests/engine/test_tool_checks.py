@@ -34,20 +34,26 @@ def _contract(tmp_path, check: dict) -> Contract:
     return load_contract(path)
 
 
-def _with_call(tmp_path, call: str) -> Observed:
-    """The clean trace with ``[tool] call`` inserted before its last message."""
+def _inserted(tmp_path, lines: dict[str, str]) -> Observed:
+    """The clean trace with each line of ``lines`` inserted before the last event that
+    starts with its key, its evidence spans moved along."""
     doc = json.loads(OBSERVED.read_text())
-    text = doc["source"]["text"]
-    cut = text.rindex("[assistant]")
-    line = f"[tool] {call}\n"
-    doc["source"]["text"] = text[:cut] + line + text[cut:]
-    for n in doc["nodes"]:
-        for s in n["evidence"]:
-            if s["start"] >= cut:
-                s["start"], s["end"] = s["start"] + len(line), s["end"] + len(line)
+    for before, line in lines.items():
+        text = doc["source"]["text"]
+        cut = text.rindex(before)
+        doc["source"]["text"] = text[:cut] + line + text[cut:]
+        for n in doc["nodes"]:
+            for s in n["evidence"]:
+                if s["start"] >= cut:
+                    s["start"], s["end"] = s["start"] + len(line), s["end"] + len(line)
     path = tmp_path / "o.json"
     path.write_text(json.dumps(doc))
     return read_observed(path)
+
+
+def _with_call(tmp_path, call: str) -> Observed:
+    """The clean trace with ``[tool] call`` inserted before its last message."""
+    return _inserted(tmp_path, {"[assistant]": f"[tool] {call}\n"})
 
 
 def _tool_failures(c: Contract, obs: Observed) -> list[dict]:
@@ -119,4 +125,71 @@ def test_the_invariant_perturbation_breaks_a_tool_check_and_the_evaluator_catche
         case = perturb_case(c, clean, "invariant_violation", seed=seed)
         if case is not None:
             found.add(case.location)
+    assert "tools_ok" in found
+
+
+# one act per turn: a call never shares its turn with a reply or with another call
+
+TURNS = """[user] Refund order 1042, please.
+[tool] lookup_order(order_id="1042")
+[result] {"order_id": "1042", "placed": "10 days ago"}
+[tool] think(thought="inside the window")
+[result]
+[assistant] Order 1042 is inside the window. Shall I refund it?
+[user] Yes.
+[tool] issue_refund(order_id="1042")
+[result] {"status": "refunded"}
+[assistant] Your refund is on its way.
+"""
+
+
+def _one_act(tmp_path, text: str) -> list[dict]:
+    c = _contract(tmp_path, {"one_act_per_turn": True})
+    return _tool_failures(c, Observed("trace", text, []))
+
+
+def test_one_act_per_turn_holds_when_each_call_waits_for_its_result(tmp_path):
+    assert _one_act(tmp_path, TURNS) == []
+
+
+def test_one_act_per_turn_is_broken_by_a_reply_and_a_call_in_one_turn(tmp_path):
+    text = TURNS.replace("[user] Yes.\n", "[user] Yes.\n[assistant] Refunding it now.\n")
+    [f] = _one_act(tmp_path, text)
+    assert 'replies to the user and calls issue_refund(order_id="1042") (line 9)' in f["detail"]
+
+
+def test_one_act_per_turn_is_broken_by_a_second_call_before_a_result(tmp_path):
+    text = TURNS.replace('[tool] think(thought="inside the window")\n[result]\n', "")
+    text = text.replace("[result] {", '[tool] think(thought="x")\n[result] {', 1)
+    [f] = _one_act(tmp_path, text)
+    assert 'second tool call in one turn, think(thought="x") (line 3)' in f["detail"]
+
+
+@pytest.mark.parametrize(
+    "check", [{"one_act_per_turn": False}, {"one_act_per_turn": True, "max_tool_calls": 3}]
+)
+def test_a_turn_check_that_is_false_or_mixed_is_refused_by_the_schema(tmp_path, check):
+    with pytest.raises(ContractEvalError):
+        _contract(tmp_path, check)
+
+
+def test_the_invariant_perturbation_breaks_the_turn_check_and_the_evaluator_catches_it(tmp_path):
+    c = _contract(tmp_path, {"one_act_per_turn": True})
+    # the gold trace, its refund call in a turn of its own
+    obs = _inserted(
+        tmp_path,
+        {
+            "[assistant] Your refund": '[result] {"status": "refunded"}\n',
+            "[tool] issue": "[user] Yes.\n",
+        },
+    )
+    assert _tool_failures(c, obs) == []
+    clean = Case("refund-mini/q1/clean", "refund-mini", "q1", obs, True)
+    found = set()
+    for seed in range(6):
+        case = perturb_case(c, clean, "invariant_violation", seed=seed)
+        if case is not None:
+            found.add(case.location)
+            if case.location == "tools_ok":
+                assert _tool_failures(c, case.observed)
     assert "tools_ok" in found
