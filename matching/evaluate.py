@@ -47,7 +47,7 @@ from .formats import REPORT, Contract, Observed, Query
 from .match import Alignment, align
 from .pair_model import Thresholds, load_model
 from .satisfaction import Pos, Satisfaction, satisfaction
-from .scope import OutOfScope, out_of_scope_calls, out_of_scope_offers, scope_failures
+from .scope import OutOfScope, out_of_scope, scope_failures
 
 if TYPE_CHECKING:
     from .alignment import Setup
@@ -63,7 +63,7 @@ class TraceChecks:
     out_of_scope: list[OutOfScope] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)  # every one they make certain
     omissions: list[Failure] = field(default_factory=list)  # added: gates without a yes
-    extra: list[Failure] = field(default_factory=list)  # added: calls out of scope
+    extra: list[Failure] = field(default_factory=list)  # added: calls or offers out of scope
 
     @property
     def added(self) -> list[Failure]:
@@ -273,17 +273,11 @@ def _trace_checks(
         return TraceChecks()
     unconsented = unconsented_calls(expected, observed.text)
     consent = consent_failures(expected, unconsented, omitted)
-    out_of_scope = sorted(
-        [
-            *out_of_scope_calls(expected, observed.text),
-            *out_of_scope_offers(expected, observed.text),
-        ],
-        key=lambda s: s.span,
-    )
-    scope, extra = scope_failures(expected, m, out_of_scope, found)
+    scoped = out_of_scope(expected, observed.text)
+    scope, extra = scope_failures(expected, m, scoped, found)
     return TraceChecks(
         unconsented,
-        out_of_scope,
+        scoped,
         [*consent, *(f for f in scope if not _among(f, consent))],
         [f for f in consent if not _among(f, omitted)],
         extra,

@@ -55,8 +55,15 @@ from .match import Alignment
 from .observe import Step, acts, lexicon, sentence_spans
 from .similarity import stem, tokens
 from .tool_checks import Call, call_of
+from .tools import name_words
 
-__all__ = ["OutOfScope", "out_of_scope_calls", "out_of_scope_offers", "scope_failures"]
+__all__ = [
+    "OutOfScope",
+    "out_of_scope",
+    "out_of_scope_calls",
+    "out_of_scope_offers",
+    "scope_failures",
+]
 
 
 @dataclass(frozen=True)
@@ -93,59 +100,50 @@ def _out_of_scope_tools(expected: Expected) -> dict[str, tuple[str, ...]]:
     }
 
 
-def out_of_scope_calls(expected: Expected, text: str) -> list[OutOfScope]:
-    """The calls in the trace ``text`` of tools that change something, that the contract
-    binds and that no active obligation binds, in order."""
+def out_of_scope(expected: Expected, text: str) -> list[OutOfScope]:
+    """The calls in the trace ``text``, and the agent sentences that offer or promise a
+    call, of tools that change something, that the contract binds and that no active
+    obligation binds, in the trace's order (one per sentence)."""
     tools = _out_of_scope_tools(expected)
+    if not tools:
+        return []
+    readers = [
+        (tool, _offer_pattern(tool), tokens(" ".join(name_words(tool)[1:]))) for tool in tools
+    ]
     out: list[OutOfScope] = []
     for e in trace.events(text):
         call = call_of(e, text)
         if call is not None and call.name in tools:
             out.append(OutOfScope(call, (e.start, e.end), tools[call.name]))
-    return out
-
-
-def out_of_scope_offers(expected: Expected, text: str) -> list[OutOfScope]:
-    """The agent sentences of the trace ``text`` that offer or promise a call of a tool
-    that changes something, that the contract binds and that no active obligation binds,
-    in order (one per sentence)."""
-    tools = _out_of_scope_tools(expected)
-    readers = [(tool, _offer_pattern(tool), _object_words(tool)) for tool in tools]
-    out: list[OutOfScope] = []
-    for e in trace.events(text):
-        if e.role != "assistant" or not readers:
+        if e.role != "assistant":
             continue
         for start, end in sentence_spans(text, e.start, e.end):
             said = text[start:end]
             for tool, pattern, objects in readers:
                 verb = pattern.search(said)
                 if verb and objects <= tokens(said[verb.end() :]):
-                    line = text.count("\n", 0, start) + 1
-                    call = Call(tool, "", line)
-                    out.append(OutOfScope(call, (start, end), tools[tool], _said(said)))
+                    offer = Call(tool, "", text.count("\n", 0, start) + 1)
+                    plain = " ".join(trace.strip_tag(said.strip()).split())
+                    out.append(OutOfScope(offer, (start, end), tools[tool], plain))
                     break
     return out
 
 
-def _said(sentence: str) -> str:
-    return " ".join(re.sub(r"^\s*\[assistant\]", "", sentence).split())
+def out_of_scope_calls(expected: Expected, text: str) -> list[OutOfScope]:
+    """The calls of :func:`out_of_scope`."""
+    return [s for s in out_of_scope(expected, text) if not s.said]
 
 
-def _name_words(tool: str) -> list[str]:
-    return re.sub(r"([a-z])([A-Z])", r"\1 \2", tool).replace("_", " ").replace("-", " ").split()
-
-
-def _object_words(tool: str) -> frozenset[str]:
-    """The stemmed content words of a tool's name after its verb."""
-    return tokens(" ".join(_name_words(tool)[1:]))
+def out_of_scope_offers(expected: Expected, text: str) -> list[OutOfScope]:
+    """The offers of calls of :func:`out_of_scope`."""
+    return [s for s in out_of_scope(expected, text) if s.said]
 
 
 @cache
 def _offer_pattern(tool: str) -> re.Pattern[str]:
     """'I', 'we' or 'me', then only offer words (at least one, or "'ll"/"'d"), then the
     tool's verb in any inflection; or a question's "shall I", "can we", … then the verb."""
-    words = _name_words(tool)
-    verb = re.escape(stem(words[0].lower()) if words else tool)
+    verb = re.escape(stem(name_words(tool)[0].lower()))
     bridge = "|".join(sorted(map(re.escape, lexicon()["offer_words"]), key=len, reverse=True))
     return re.compile(
         rf"\b(?:i|we|me)(?:(?:'ll|'d)(?:\s+(?:{bridge}))*|(?:\s+(?:{bridge}))+)\s+{verb}\w*"
@@ -172,17 +170,16 @@ def scope_failures(
         step = next(iter(m.steps_at(*s.span)), None)
         if step is None:  # the observed graph leaves the call out: nothing to judge
             continue
-        why = s.why
         f = _failure_at(expected, m, step, found)
         if f is None:
             f = {
                 "family": "extra_action",
                 "location": step,
-                "detail": f"observed step {step!r} {why}",
+                "detail": f"observed step {step!r} {s.why}",
             }
             fresh.append(f)
-        elif why not in f["detail"]:
-            f["detail"] += f"; step {step!r} {why}"
+        elif s.why not in f["detail"]:
+            f["detail"] += f"; step {step!r} {s.why}"
         if not any(f is g for g in out):
             out.append(f)
     return out, fresh

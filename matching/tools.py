@@ -67,8 +67,16 @@ class Tool:
     @property
     def words(self) -> str:
         """The name split into words, then the description: the text compared with nodes."""
-        name = _CAMEL.sub(" ", self.name).replace("_", " ").replace("-", " ")
-        return f"{name} {self.description}".strip()
+        return f"{' '.join(name_words(self.name))} {self.description}".strip()
+
+
+def name_words(name: str) -> list[str]:
+    """A tool's name split into its words (snake, kebab or camel case).
+
+    >>> name_words("transfer_to_human_agents"), name_words("sendCertificate")
+    (['transfer', 'to', 'human', 'agents'], ['send', 'Certificate'])
+    """
+    return _CAMEL.sub(" ", name).replace("_", " ").replace("-", " ").split()
 
 
 @dataclass(frozen=True)
