@@ -18,7 +18,8 @@ pair model (:mod:`matching.pair_model`):
   call, of a tool that only inactive obligations bind (:mod:`matching.scope`): these checks read the trace's own turns, so
   they are certain (1.0), and so is the run's violation.
 
-P(violation) is 1.0 when such a check failed; else it is read from the failures the
+P(violation) is 1.0 when such a check failed, or a machine check of an invariant or an
+output; else it is read from the failures the
 alignment found (with the pair model's probabilities) by a verdict model (:class:`VerdictModel`, fitted on labelled real
 traces with whole tasks held out), or, without one, as the probability
 that at least one failure is real (as if independent, :func:`p_violation`); the run's
@@ -109,7 +110,7 @@ def failure_probability(
 
 TRACE_FAMILIES = ("omission", "wrong_branch", "ordering", "extra_action")
 _PER_FAMILY = tuple(f"{fam}_{w}" for fam in TRACE_FAMILIES for w in ("count", "max", "sum"))
-TRACE_FEATURES = (*_PER_FAMILY, "omitted_share", "checks_failed", "doubt_max", "doubt_sum")
+TRACE_FEATURES = (*_PER_FAMILY, "omitted_share", "doubt_max", "doubt_sum")
 
 
 def trace_features(
@@ -123,7 +124,7 @@ def trace_features(
     >>> trace_features([{"family": "omission", "probability": 0.5}], 2, [0.9])[:3]
     [1.0, 0.5, 0.5]
     >>> len(TRACE_FEATURES)
-    16
+    15
     """
     fs = list(failures)
     out: list[float] = []
@@ -132,7 +133,6 @@ def trace_features(
         out += [float(len(ps)), max(ps, default=0.0), sum(ps)]
     omitted = sum(1 for f in fs if f["family"] == "omission")
     out.append(omitted / max(n_obligations, 1))
-    out.append(float(any(f["family"] in ("invariant_violation", "output_contract") for f in fs)))
     doubt = [1.0 - p for p in paired]
     out += [max(doubt, default=0.0), sum(doubt)]
     return out

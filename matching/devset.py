@@ -3,32 +3,45 @@
 The layout is ``fixtures/taubench/``'s: ``contracts/<id>.json`` (queries embedded, one
 per task, ``t<task_id>``), ``traces/task<N>-trial<T>.txt`` (rendered traces) and
 ``labels.jsonl`` (one hand label per trajectory: ``compliant``, ``violations`` with
-``message_index``, ``family``, ``rule``). Two views of a label:
+``message_index``, ``family``, ``rule``). Three views of a label:
 
 - *strict*: every rule of the policy, as labelled;
 - *procedural*: the steps a contract's obligations model (omission, wrong branch,
   ordering, extra action); a trajectory whose only violations are global rules
   (invariants: a reply sent with a tool call, information not from a tool) is
-  procedurally compliant. Semantic matching judges the procedure; invariants without a
-  machine check are left unjudged (ALGORITHMS.md §3.5).
+  procedurally compliant;
+- *contract*: what the contract judges, the procedure plus the global rules that an
+  invariant with a machine check states (a labelled rule counts when the invariant's
+  evidence quotes it). Invariants without a check are left unjudged (ALGORITHMS.md
+  §3.5), so their breaches are not counted.
 
 Folds hold whole tasks out: no task's trajectories are both fitted and scored.
 
 >>> folds_by_task([DevItem("t1", 1, 0, "", {}), DevItem("t2", 2, 0, "", {})], 2)
 [[0], [1]]
+>>> turn = "Only one tool call at a time."
+>>> it = DevItem("t1", 1, 0, "", {"compliant": False, "violations": [
+...     {"family": "invariant_violation", "rule": turn}]})
+>>> [it.violates(v, checked=[turn]) for v in VIEWS]
+[False, True, True]
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .formats import Observed
 from .validate import load_contract
 
+if TYPE_CHECKING:
+    from .model import Contract
+
 PROCEDURAL = ("omission", "wrong_branch", "ordering", "extra_action")
+VIEWS = ("procedural", "contract", "strict")
 
 
 @dataclass(frozen=True)
@@ -39,14 +52,33 @@ class DevItem:
     text: str
     label: dict[str, Any]
 
-    def violates(self, view: str = "procedural") -> bool:
-        """Whether the label says the trajectory breaks the policy (in ``view``)."""
+    def violates(self, view: str = "procedural", checked: Sequence[str] = ()) -> bool:
+        """Whether the label says the trajectory breaks the policy (in ``view``; for
+        *contract*, ``checked`` is :func:`checked_rules` of the contract)."""
         if view == "strict":
             return not self.label["compliant"]
-        return any(v["family"] in PROCEDURAL for v in self.label["violations"])
+        rules = [_words(r) for r in checked] if view == "contract" else []
+        return any(
+            v["family"] in PROCEDURAL or any(_words(v["rule"]) in r for r in rules)
+            for v in self.label["violations"]
+        )
 
 
-def load_devset(root: Path, contract: str = "airline") -> tuple[Any, list[DevItem]]:
+def checked_rules(contract: Contract) -> list[str]:
+    """The policy text that the contract's machine-checked invariants quote."""
+    return [
+        contract.text[s.start : s.end]
+        for inv in contract.invariants
+        if inv.check
+        for s in inv.evidence
+    ]
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+def load_devset(root: Path, contract: str = "airline") -> tuple[Contract, list[DevItem]]:
     """The contract and the labelled trajectories of a development-set folder."""
     c = load_contract(root / "contracts" / f"{contract}.json")
     items = []

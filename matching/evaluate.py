@@ -121,6 +121,14 @@ class Evaluation:
         return self.checks.failures
 
     @property
+    def certain(self) -> bool:
+        """Whether a check decided the run's violation (semantic mode): a check of the
+        trace's own turns, or a failed machine check of an invariant or an output."""
+        return bool(self.checked) or any(
+            f["family"] in _CHECKED_FAMILIES and f.get("probability") == 1.0 for f in self.failures
+        )
+
+    @property
     def verdict(self) -> str:
         return "non_clean" if self.failures else "clean"
 
@@ -292,8 +300,9 @@ def _confidence(
     ev: Evaluation, scores: Mapping[str, float], semantic: Setup | None
 ) -> dict[str, Any]:
     """Each failure's probability (set on it), P(violation) and the default verdict.
-    A failure a check of the trace found is certain, and so is the run's violation; the
-    verdict model reads the alignment's failures with the pair model's probabilities."""
+    A failure a check of the trace found is certain, and so is the run's violation, as
+    is a failed machine check of an invariant or an output; the verdict model reads the
+    alignment's failures with the pair model's probabilities."""
     model = semantic.model if semantic else load_model()
     m = ev.alignment
     for f in ev.failures:
@@ -309,13 +318,19 @@ def _confidence(
     for f in ev.checked:
         f["probability"] = 1.0
     vm = model.verdict_model
-    if ev.checked:
+    judged = [f["probability"] for f in ev.failures if f["family"] in _CHECKED_FAMILIES]
+    if ev.certain:
         pv = 1.0
-    elif vm is not None:
-        pv = vm.p(ev.features)
+    elif vm is not None:  # a judged (not machine-checked) invariant adds its own doubt
+        pv = p_violation([vm.p(ev.features), *judged])
     else:
         pv = p_violation(f["probability"] for f in ev.failures)
     return {"p_violation": pv, "verdict": model.thresholds.verdict(pv)}
+
+
+# An invariant's or an output's check reads the text itself: when it fails outright
+# (probability 1.0, not a judge's score) the run's violation is certain.
+_CHECKED_FAMILIES = ("invariant_violation", "output_contract")
 
 
 # --------------------------------------------------------------------------- metrics, status

@@ -13,7 +13,8 @@ user an act the procedure does not allow here ("Would you like me to transfer yo
 human agent?" after a refusal the policy requires). It is read from the tool's own name:
 a first-person subject, then only the closed ``offer_words`` of the lexicon ("can",
 "would", "be happy to", …), then the tool's verb (the first word of its name, in any
-inflection), then every other word of its name later in the sentence. A negation, or any
+inflection) or one of the lexicon's ``giving_verbs`` ("I can offer you a certificate"),
+then every other word of its name later in the sentence. A negation, or any
 other verb in between, is not an offer ("I cannot transfer you", "I can access your
 booking").
 
@@ -121,7 +122,7 @@ def out_of_scope(expected: Expected, text: str) -> list[OutOfScope]:
             said = text[start:end]
             for tool, pattern, objects in readers:
                 verb = pattern.search(said)
-                if verb and objects <= tokens(said[verb.end() :]):
+                if verb and objects <= _objects(said, verb):
                     offer = Call(tool, "", text.count("\n", 0, start) + 1)
                     plain = " ".join(trace.strip_tag(said.strip()).split())
                     out.append(OutOfScope(offer, (start, end), tools[tool], plain))
@@ -139,11 +140,36 @@ def out_of_scope_offers(expected: Expected, text: str) -> list[OutOfScope]:
     return [s for s in out_of_scope(expected, text) if s.said]
 
 
+def _objects(said: str, verb: re.Match[str]) -> frozenset[str]:
+    """The words that may name what an offer offers: the rest of the sentence after the
+    tool's own verb; only the next few words after a giving verb, whose object comes
+    at once ("offer you a $30 certificate"), not a noun later in the sentence ("offer
+    a certificate for the delay on your reservation" offers no reservation).
+
+    >>> import re
+    >>> sorted(_objects("I can offer you a certificate for your reservation",
+    ...                 re.search("I can offer", "I can offer you a certificate for your reservation")))
+    ['certif']
+    """
+    rest = said[verb.end() :]
+    giving = verb.group(0).split()[-1].lower()
+    if any(giving.startswith(stem(w)) for w in lexicon()["giving_verbs"]):
+        rest = " ".join(rest.split()[:_GIVEN_WITHIN])
+    return tokens(rest)
+
+
+_GIVEN_WITHIN = 5  # "offer you a travel certificate": a verb, a pronoun, an article, two nouns
+
+
 @cache
 def _offer_pattern(tool: str) -> re.Pattern[str]:
     """'I', 'we' or 'me', then only offer words (at least one, or "'ll"/"'d"), then the
-    tool's verb in any inflection; or a question's "shall I", "can we", … then the verb."""
-    verb = re.escape(stem(name_words(tool)[0].lower()))
+    tool's verb, or a giving verb, in any inflection; or a question's "shall I", "can
+    we", … then the verb."""
+    words = name_words(tool)
+    giving = lexicon()["giving_verbs"] if len(words) > 1 else []  # a giving verb needs an object
+    verbs = [stem(w.lower()) for w in (words[0], *giving)]
+    verb = "(?:" + "|".join(map(re.escape, verbs)) + ")"
     bridge = "|".join(sorted(map(re.escape, lexicon()["offer_words"]), key=len, reverse=True))
     return re.compile(
         rf"\b(?:i|we|me)(?:(?:'ll|'d)(?:\s+(?:{bridge}))*|(?:\s+(?:{bridge}))+)\s+{verb}\w*"

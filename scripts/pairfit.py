@@ -19,7 +19,14 @@ sys.path.insert(0, str(ROOT))
 from matching.alignment import Knobs, Setup  # noqa: E402
 from matching.conditioning import condition  # noqa: E402
 from matching.confidence import TRACE_FEATURES, VerdictModel  # noqa: E402
-from matching.devset import folds_by_task, load_devset, load_pair_labels, observed_of  # noqa: E402
+from matching.devset import (  # noqa: E402
+    VIEWS,
+    checked_rules,
+    folds_by_task,
+    load_devset,
+    load_pair_labels,
+    observed_of,
+)
 from matching.enactments import protocol_expected  # noqa: E402
 from matching.evaluate import evaluate_detailed  # noqa: E402
 from matching.fitting import fit_thresholds  # noqa: E402
@@ -137,9 +144,9 @@ def dev_pairs():  # type: ignore[no-untyped-def]
 def devset_features(fixture_xy, dev, knobs: dict):  # type: ignore[no-untyped-def]
     """Every development-set trace read in semantic mode by a pair model fitted on the
     fixture pairs and the development pairs of the *other* tasks' folds: its trace
-    features (:func:`matching.confidence.trace_features`), its two labels, and whether
-    a check of the trace failed (consent, scope: its P(violation) is then 1.0, whatever
-    the features)."""
+    features (:func:`matching.confidence.trace_features`), its label in each view
+    (:data:`matching.devset.VIEWS`), and whether a check decided it (consent, scope, an
+    invariant's machine check: its P(violation) is then 1.0, whatever the features)."""
     contract, items = load_devset(DEVSET)
     fx, fy = fixture_xy
     dx, dy, dg = dev.arrays() if dev is not None else (fx[:0], fy[:0], np.array([]))
@@ -156,10 +163,10 @@ def devset_features(fixture_xy, dev, knobs: dict):  # type: ignore[no-untyped-de
                 condition(contract, it.query), observed_of(it), mode="semantic", semantic=setup
             )
             x[i] = ev.features
-            certain[i] = bool(ev.checked)
-    procedural = [it.violates("procedural") for it in items]
-    strict = [it.violates("strict") for it in items]
-    return x, procedural, strict, items, certain
+            certain[i] = ev.certain
+    checked = checked_rules(contract)
+    views = {v: [it.violates(v, checked) for it in items] for v in VIEWS}
+    return x, views, items, certain
 
 
 def verdict_model_of(x: np.ndarray, y) -> VerdictModel:  # type: ignore[no-untyped-def]

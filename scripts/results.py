@@ -27,6 +27,7 @@ import pairfit  # noqa: E402
 
 from matching.alignment import Setup  # noqa: E402
 from matching.behaviour import extract_behaviour  # noqa: E402
+from matching.devset import VIEWS  # noqa: E402
 from matching.embed import encoder  # noqa: E402
 from matching.enactments import protocol_expected  # noqa: E402
 from matching.extract import extract_heuristic  # noqa: E402
@@ -123,11 +124,11 @@ def devset_figures(model, fixture_xy) -> dict:  # type: ignore[no-untyped-def]
     """Held out by task: each trace is read by a pair model that never saw its task's
     labelled pairs, its P(violation) comes from a verdict model fitted on the other
     tasks, and its verdict from thresholds fitted on the other tasks."""
-    x, procedural, strict, items, certain = pairfit.devset_features(
+    x, views, items, certain = pairfit.devset_features(
         fixture_xy, pairfit.dev_pairs(), model.knobs_
     )
     out: dict = {"cases": len(items), "tasks": len({it.task for it in items})}
-    for view, ys in (("procedural", procedural), ("strict", strict)):
+    for view, ys in views.items():
         model_ps = pairfit.verdict_oof(x, ys, items)
         _, fit = pairfit.fit_verdict(model_ps, ys, items, certain)
         ps = pairfit.as_read(model_ps, certain)
@@ -164,7 +165,7 @@ def plots(dev: dict) -> list[str]:
 
     IMG.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(1, 2, figsize=(9, 3.6))
-    for view, style in (("procedural", "-"), ("strict", "--")):
+    for view, style in (("procedural", ":"), ("contract", "-"), ("strict", "--")):
         rc = dev[view]["risk_coverage"]
         ax[0].plot([c for c, _ in rc], [b for _, b in rc], style, label=view)
         rel = dev[view]["reliability"]
@@ -233,15 +234,17 @@ def semantic_sections(out: dict) -> list[str]:
         " against the policy (fixtures/taubench/README.md). The pair model and the knobs"
         " never saw this contract; the verdict thresholds are fitted with whole tasks held"
         " out (five folds by task). *Procedural*: the steps the contract models (omission,"
-        " wrong branch, ordering, extra action); *strict*: every rule, global ones"
-        " included (a reply sent with a tool call, information not from a tool), which"
-        " semantic matching leaves to invariants it cannot check.",
+        " wrong branch, ordering, extra action); *contract*: those and the global rules"
+        " an invariant checks by machine (a reply sent with a tool call), what the"
+        " contract judges and the verdict is fitted to; *strict*: every rule, global ones"
+        " included (information not from a tool), which semantic matching leaves to"
+        " invariants it cannot check.",
         "",
         "| label view | violations | share decided | balanced (decided) |"
         " clean specificity (decided) | balanced, every case at P ≥ 0.5 | AUC of P(violation) |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for view in ("procedural", "strict"):
+    for view in VIEWS:
         d = dev[view]
         parts.append(
             f"| {view} | {d['violations']} / {dev['cases']} | {cell(d['share_decided'])}"

@@ -269,3 +269,18 @@ def test_semantic_mode_reports_the_offer_as_a_certain_extra_action() -> None:
     assert f"offers to call transfer (line 4: {said!r})" in claimed["detail"]
     assert claimed["probability"] == 1.0
     assert ev.confidence == {"p_violation": 1.0, "verdict": "violation"}
+
+
+def test_a_giving_verb_offers_the_tools_object() -> None:
+    contract = closure("refused", close="issue_refund")  # the refund is the inactive branch's
+    for said in ("I can offer you a refund instead.", "We could issue a partial refund today."):
+        assert offers(said, contract) == [("issue_refund", 4, said)], said
+
+
+def test_a_giving_verb_offers_only_the_object_that_follows_it() -> None:
+    contract = closure("refused", close="issue_refund")
+    for said in (
+        "I can offer some help with the paperwork for any later refund.",
+        "I cannot offer a refund.",
+    ):
+        assert offers(said, contract) == [], said

@@ -193,3 +193,26 @@ def test_the_invariant_perturbation_breaks_the_turn_check_and_the_evaluator_catc
             if case.location == "tools_ok":
                 assert _tool_failures(c, case.observed)
     assert "tools_ok" in found
+
+
+def test_a_broken_turn_check_makes_the_semantic_verdict_certain(tmp_path):
+    from dataclasses import replace
+
+    from matching.behaviour import extract_behaviour
+
+    c = _contract(tmp_path, {"one_act_per_turn": True})
+    output = json.loads(OBSERVED.read_text())["output"]  # the reply the output check reads
+    broken = TURNS.replace("[user] Yes.\n", "[user] Yes.\n[assistant] Refunding it now.\n")
+    runs = {
+        name: evaluate_detailed(
+            condition(c, "q1"), replace(extract_behaviour(text), output=output), mode="semantic"
+        )
+        for name, text in (("kept", TURNS), ("broken", broken))
+    }
+    assert runs["broken"].certain
+    assert runs["broken"].confidence == {"p_violation": 1.0, "verdict": "violation"}
+    [f] = [f for f in runs["broken"].failures if f["location"] == "tools_ok"]
+    assert f["probability"] == 1.0
+    assert not runs["kept"].certain
+    assert [f for f in runs["kept"].failures if f["location"] == "tools_ok"] == []
+    assert runs["kept"].confidence["p_violation"] < 1.0
