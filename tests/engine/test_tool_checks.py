@@ -216,3 +216,25 @@ def test_a_broken_turn_check_makes_the_semantic_verdict_certain(tmp_path):
     assert not runs["kept"].certain
     assert [f for f in runs["kept"].failures if f["location"] == "tools_ok"] == []
     assert runs["kept"].confidence["p_violation"] < 1.0
+
+
+def test_a_judged_invariant_adds_its_doubt_to_the_verdict_without_deciding_it(tmp_path):
+    from dataclasses import replace
+
+    from matching.behaviour import extract_behaviour
+
+    doc = copy.deepcopy(BASE)
+    del doc["invariants"][0]["check"]  # judged by a score, as the LLM judge gives it
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(doc))
+    c = load_contract(path)
+    obs = replace(extract_behaviour(TURNS), output=json.loads(OBSERVED.read_text())["output"])
+    base = evaluate_detailed(condition(c, "q1"), obs, mode="semantic")
+    judged = evaluate_detailed(
+        condition(c, "q1"), replace(obs, invariants={"no_full_card": 0.2}), mode="semantic"
+    )
+    [f] = [f for f in judged.failures if f["location"] == "no_full_card"]
+    assert f["probability"] == 0.8
+    assert not judged.certain
+    p0 = base.confidence["p_violation"]
+    assert judged.confidence["p_violation"] == pytest.approx(1 - (1 - p0) * 0.2, abs=1e-5)
