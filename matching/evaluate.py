@@ -124,9 +124,7 @@ class Evaluation:
     def certain(self) -> bool:
         """Whether a check decided the run's violation (semantic mode): a check of the
         trace's own turns, or a failed machine check of an invariant or an output."""
-        return bool(self.checked) or any(
-            f["family"] in _CHECKED_FAMILIES and f.get("probability") == 1.0 for f in self.failures
-        )
+        return bool(self.checked) or any(_machine_checked(f, self.expected) for f in self.failures)
 
     @property
     def verdict(self) -> str:
@@ -318,7 +316,11 @@ def _confidence(
     for f in ev.checked:
         f["probability"] = 1.0
     vm = model.verdict_model
-    judged = [f["probability"] for f in ev.failures if f["family"] in _CHECKED_FAMILIES]
+    judged = [
+        f["probability"]
+        for f in ev.failures
+        if f["family"] == "invariant_violation" and not _machine_checked(f, ev.expected)
+    ]
     if ev.certain:
         pv = 1.0
     elif vm is not None:  # a judged (not machine-checked) invariant adds its own doubt
@@ -328,9 +330,16 @@ def _confidence(
     return {"p_violation": pv, "verdict": model.thresholds.verdict(pv)}
 
 
-# An invariant's or an output's check reads the text itself: when it fails outright
-# (probability 1.0, not a judge's score) the run's violation is certain.
-_CHECKED_FAMILIES = ("invariant_violation", "output_contract")
+def _machine_checked(f: Failure, expected: Expected) -> bool:
+    """Whether ``f`` is a failed machine check, which reads the text itself and so makes
+    the run's violation certain: every output or argument check, and an invariant's
+    ``check`` (an invariant scored by a judge is not one)."""
+    if f["family"] == "output_contract":
+        return True
+    if f["family"] != "invariant_violation":
+        return False
+    inv = next((i for i in expected.contract.invariants if i.id == f["location"]), None)
+    return inv is not None and inv.check is not None
 
 
 # --------------------------------------------------------------------------- metrics, status

@@ -238,3 +238,8 @@ def test_a_judged_invariant_adds_its_doubt_to_the_verdict_without_deciding_it(tm
     assert not judged.certain
     p0 = base.confidence["p_violation"]
     assert judged.confidence["p_violation"] == pytest.approx(1 - (1 - p0) * 0.2, abs=1e-5)
+    # even a judge's zero is a score, not a check: it does not decide the run alone
+    sure = evaluate_detailed(
+        condition(c, "q1"), replace(obs, invariants={"no_full_card": 0.0}), mode="semantic"
+    )
+    assert not sure.certain
