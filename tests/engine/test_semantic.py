@@ -74,6 +74,19 @@ def test_texts_of_mixed_lengths_encode_as_they_do_alone() -> None:
     assert np.abs(together - alone).max() < 1e-5
 
 
+def test_encoder_counts_the_tokens_and_cpu_of_new_texts_only() -> None:
+    enc = encoder()
+    text = "A sentence this test alone embeds, about a counter of tokens."
+    tokens, spent = enc.tokens_embedded, enc.cpu_spent
+    enc.encode([text, text])
+    n = len(enc.tokenizer.encode(text).ids)
+    assert enc.tokens_embedded - tokens == n
+    assert enc.cpu_spent > spent
+    tokens, spent = enc.tokens_embedded, enc.cpu_spent
+    enc.encode([text])  # memoised: nothing new is run
+    assert (enc.tokens_embedded, enc.cpu_spent) == (tokens, spent)
+
+
 def test_encoding_leaves_the_process_blas_threads_as_they_were() -> None:
     from threadpoolctl import threadpool_info
 
