@@ -13,9 +13,11 @@ A call of a guarded tool is *consented* when
 
 1. the user's last message before it agrees (lexicon ``affirmations``) and does not
    open with a refusal or a pause (``refusals``);
-2. the agent's last message before that one asks something: a question, or a request
-   for the go-ahead (``consent_requests``: "please confirm", "I'll proceed once you
-   agree"), so the yes answers the agent and not a message of its own;
+2. the message the user answers, the agent's last before the user's turn with no
+   other turn of the user between them, asks something: a question, or a request for
+   the go-ahead (``consent_requests``: "please confirm", "I'll proceed once you
+   agree"), so the yes answers the agent and not a message of its own nor a question
+   the user had already answered. A turn split over several messages reads as one;
 3. no earlier call guarded by the same gate used that yes: one yes, one action. A retry
    after a failed call, or a second booking, needs the user's word again.
 
@@ -50,7 +52,15 @@ from .failures import Failure
 from .observe import Step, acts, lexicon
 from .tool_checks import Call, call_of
 
-__all__ = ["Unconsented", "agrees", "consent_failures", "consent_gates", "unconsented_calls"]
+__all__ = [
+    "Unconsented",
+    "agrees",
+    "consent_failures",
+    "consent_gates",
+    "kept_gates",
+    "settled_orderings",
+    "unconsented_calls",
+]
 
 _NEGATED = re.compile(r"(?:\bnot|n't|\bnever)\s+(?:\w+\s+)?$")
 # the edge kinds that put the gate before what it guards (FORMAT.md, edges)
@@ -186,6 +196,49 @@ def unconsented_calls(expected: Expected, text: str) -> list[Unconsented]:
     return out
 
 
+def kept_gates(expected: Expected, unconsented: list[Unconsented]) -> dict[str, frozenset[str]]:
+    """The gates no call of the trace broke (``unconsented``: :func:`unconsented_calls`
+    of it), and the tools each guards: every guarded call came after its own yes, or
+    none was made.
+
+    >>> from matching.conditioning import condition
+    >>> from matching.model import Contract, Edge, Node, Query, Span
+    >>> text = ("[assistant] I will cancel ABC123. Shall I go ahead?\\n[user] Yes.\\n"
+    ...         "[tool] cancel(id=\\"ABC123\\")")
+    >>> ask = "List the cancellation and get an explicit yes"
+    >>> gate = Node("ok", "validation", ask, True, [Span(0, 1)])
+    >>> act = Node("cancel", "action", "Cancel it", True, [Span(0, 1)], meta={"tool": "cancel"})
+    >>> c = Contract("c", "policy", [gate, act], [Edge("ok", "cancel", "requires")], [], [Query("q")])
+    >>> e = condition(c, "q")
+    >>> kept_gates(e, unconsented_calls(e, text))
+    {'ok': frozenset({'cancel'})}
+    >>> kept_gates(e, unconsented_calls(e, text.replace("Yes.", "No, wait.")))
+    {}
+    """
+    broken = {u.gate for u in unconsented}
+    return {g: tools for g, tools in consent_gates(expected).items() if g not in broken}
+
+
+def settled_orderings(
+    expected: Expected, consented: dict[str, frozenset[str]], ordered: list[Failure]
+) -> list[Failure]:
+    """The ordering failures of ``ordered`` that the consent check settles: on an edge
+    from a gate of ``consented`` (:func:`kept_gates`) to a node whose subtree binds a
+    tool it guards. The order such an edge asks for is that of the yes and the call, and
+    the check read it from the turns themselves: every call came after its own yes, or
+    none was made. Where the alignment crosses the edge, it has placed the gate at a
+    later message that reads like it (a summary after the change) or the action at words
+    about it, and its crossing is no evidence that anything was done first."""
+    out = []
+    for f in ordered:
+        u, _, v = f["location"].partition("->")
+        tools = consented.get(u, frozenset())
+        by_id = expected.contract.by_id
+        if tools and any(t in tools for m in expected.subtree(v) for t in by_id[m].tools):
+            out.append(f)
+    return out
+
+
 def _line(text: str, e: trace.Event) -> int:
     return text.count("\n", 0, e.start) + 1
 
@@ -194,11 +247,15 @@ def _refusal(evs: list[trace.Event], last_user: int | None, used: set[int], text
     """Why the call that follows ``last_user`` is not consented ("" when it is)."""
     if last_user is None:
         return "no message of the user comes before it"
-    said = trace.strip_tag(evs[last_user].text(keep_blank=False))
+    first = last_user  # a turn split over several messages is read as one
+    while first > 0 and evs[first - 1].role == "user":
+        first -= 1
+    said = " ".join(trace.strip_tag(e.text(keep_blank=False)) for e in evs[first : last_user + 1])
     at = _line(text, evs[last_user])
     if not agrees(said):
         return f"the user's last message before it (line {at}) does not agree"
-    asked = next((e for e in reversed(evs[:last_user]) if e.role == "assistant"), None)
+    k = next((k for k in range(first - 1, -1, -1) if evs[k].role != "tool"), None)
+    asked = evs[k] if k is not None and evs[k].role == "assistant" else None
     words = asked.text(keep_blank=False) if asked is not None else ""
     if "?" not in words and not _word_pattern("consent_requests").search(words):
         return f"the yes at line {at} answers no request to go ahead"

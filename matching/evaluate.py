@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from .conditioning import Expected, condition
 from .confidence import failure_probability, p_violation, trace_features
-from .consent import Unconsented, consent_failures, unconsented_calls
+from .consent import Unconsented
 from .corrections import Corrections, correct
 from .failures import (
     Failure,
@@ -47,27 +47,11 @@ from .formats import REPORT, Contract, Observed, Query
 from .match import Alignment, align
 from .pair_model import Thresholds, load_model
 from .satisfaction import Pos, Satisfaction, satisfaction
-from .scope import OutOfScope, out_of_scope, scope_failures
+from .scope import OutOfScope
+from .turn_checks import TraceChecks, among, read_turns
 
 if TYPE_CHECKING:
     from .alignment import Setup
-
-
-@dataclass
-class TraceChecks:
-    """What semantic mode's checks of a trace's own turns found: the calls a consent
-    gate guards made without the user's yes, the calls (and offers of calls) of tools
-    only inactive obligations bind, and the failures they make certain."""
-
-    unconsented: list[Unconsented] = field(default_factory=list)
-    out_of_scope: list[OutOfScope] = field(default_factory=list)
-    failures: list[Failure] = field(default_factory=list)  # every one they make certain
-    omissions: list[Failure] = field(default_factory=list)  # added: gates without a yes
-    extra: list[Failure] = field(default_factory=list)  # added: calls or offers out of scope
-
-    @property
-    def added(self) -> list[Failure]:
-        return [*self.omissions, *self.extra]
 
 
 @dataclass
@@ -218,7 +202,6 @@ def evaluate_detailed(
     expected : Expected
         G_E(q), from :func:`matching.conditioning.condition`.
     observed : Observed
-        The observed execution.
     mode : {"token", "oracle", "semantic"}
         The matching mode (ALGORITHMS.md §2; semantic: docs/engine.md).
     semantic : matching.alignment.Setup, optional
@@ -238,13 +221,14 @@ def evaluate_detailed(
     s = satisfaction(expected, m, observed)
     branch_failures, folded = wrong_branch_failures(expected, m, s)
     omitted, omission_status = omission_failures(expected, s, folded)
-    ordered, ordering_edges, conform = ordering_failures(expected, s)
-    scores, unjudged, reasons = invariant_scores(expected, observed)
     extra = extra_action_failures(m)
-    checks = _trace_checks(expected, observed, m, omitted, [*branch_failures, *extra])
+    (ordered, ordering_edges, conform), checks = read_turns(
+        expected, observed, m, ordering_failures(expected, s), omitted, [*branch_failures, *extra]
+    )
+    scores, unjudged, reasons = invariant_scores(expected, observed)
+    called = call_failures(expected, observed)
     failures = [*branch_failures, *omitted, *checks.omissions, *ordered, *extra, *checks.extra]
-    failures += [*invariant_failures(expected, scores, observed), *output_failures(s)]
-    failures += call_failures(expected, observed)
+    failures += [*invariant_failures(expected, scores, observed), *output_failures(s), *called]
     reasons.update({n: r.reason or "" for n, r in s.outputs.items() if r.passed is None})
     evaluation = Evaluation(
         expected=expected,
@@ -265,35 +249,6 @@ def evaluate_detailed(
     return evaluation
 
 
-def _trace_checks(
-    expected: Expected,
-    observed: Observed,
-    m: Alignment,
-    omitted: list[Failure],
-    found: list[Failure],
-) -> TraceChecks:
-    """Semantic mode's checks of a trace (:mod:`matching.consent`, :mod:`matching.scope`):
-    the failures they make certain, the alignment's own (``omitted``, ``found``) where it
-    reported them, new ones where it did not."""
-    if m.likelihoods is None or observed.kind != "trace":  # a response calls nothing
-        return TraceChecks()
-    unconsented = unconsented_calls(expected, observed.text)
-    consent = consent_failures(expected, unconsented, omitted)
-    scoped = out_of_scope(expected, observed.text)
-    scope, extra = scope_failures(expected, m, scoped, found)
-    return TraceChecks(
-        unconsented,
-        scoped,
-        [*consent, *(f for f in scope if not _among(f, consent))],
-        [f for f in consent if not _among(f, omitted)],
-        extra,
-    )
-
-
-def _among(f: Failure, fs: list[Failure]) -> bool:
-    return any(f is g for g in fs)
-
-
 def _confidence(
     ev: Evaluation, scores: Mapping[str, float], semantic: Setup | None
 ) -> dict[str, Any]:
@@ -306,12 +261,12 @@ def _confidence(
     for f in ev.failures:
         if f["family"] == "invariant_violation" and f["location"] in scores:
             p = 1.0 - scores[f["location"]]
-        elif _among(f, ev.checks.added):
+        elif among(f, ev.checks.added):
             p = 1.0
         else:
             p = failure_probability(f, m.likelihoods, ev.expected, m)
         f["probability"] = round(p, 6)
-    found = [f for f in ev.failures if not _among(f, ev.checks.added)]
+    found = [f for f in ev.failures if not among(f, ev.checks.added)]
     ev.features = trace_features(found, len(m.likelihoods.omission), m.scores.values())
     for f in ev.checked:
         f["probability"] = 1.0

@@ -11,7 +11,14 @@ import pytest
 
 from matching.behaviour import extract_behaviour
 from matching.conditioning import condition
-from matching.consent import agrees, consent_failures, consent_gates, unconsented_calls
+from matching.consent import (
+    agrees,
+    consent_failures,
+    consent_gates,
+    kept_gates,
+    settled_orderings,
+    unconsented_calls,
+)
 from matching.evaluate import evaluate_detailed
 from matching.validate import load_contract
 
@@ -131,6 +138,44 @@ def test_a_yes_that_answers_no_request_does_not_consent() -> None:
     )
     assert lines(closure(), text) == [("warn", 6)]
     assert "answers no request" in unconsented_calls(condition(closure(), "q1"), text)[0].why
+
+
+def test_a_yes_after_the_question_was_already_answered_does_not_consent() -> None:
+    # the warning comes after the call: the yes before it answers nothing the agent asked,
+    # only the earlier question, which the user had already answered
+    text = """[user] Please close my account ending 4471.
+[assistant] Before I do: is the reason for closing that you are moving banks?
+[user] yep exactly
+[tool] find_account(last4="4471")
+[result] {"id": "A-1", "balance": 0}
+[user] yes please
+[tool] close_account(id="A-1")
+[result] {"status": "closed"}
+[assistant] Closing is permanent and can't be undone. Shall I go ahead?
+"""
+    assert lines(closure(), text) == [("warn", 7)]
+    assert "answers no request" in unconsented_calls(condition(closure(), "q1"), text)[0].why
+
+
+def test_a_yes_split_over_two_messages_consents() -> None:
+    text = CONSENTED.replace(
+        "[user] Yes, go ahead.\n", "[user] Yes.\n[user] And email me the letter.\n"
+    )
+    assert lines(closure(), text) == []
+
+
+def test_an_ordering_the_consent_check_read_from_the_turns_is_settled() -> None:
+    expected = condition(closure(), "q1")
+    crossed = [
+        {"family": "ordering", "location": "warn->close", "detail": "crossed"},
+        {"family": "ordering", "location": "find->warn", "detail": "crossed"},
+    ]
+    kept = kept_gates(expected, unconsented_calls(expected, CONSENTED))
+    assert kept == {"warn": frozenset({"close_account"})}
+    assert settled_orderings(expected, kept, crossed) == crossed[:1]
+    # a call made before its yes breaks the gate: nothing is settled
+    early = CONSENTED.replace("[user] Yes, go ahead.\n", "")
+    assert kept_gates(expected, unconsented_calls(expected, early)) == {}
 
 
 def test_a_read_back_that_ends_in_a_question_asks_for_the_go_ahead() -> None:
